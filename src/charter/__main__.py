@@ -1,0 +1,3 @@
+from charter.cli.main import main
+
+main()

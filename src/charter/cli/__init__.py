@@ -1,0 +1,1 @@
+"""The `charter` command line: one module per command group."""

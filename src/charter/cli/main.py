@@ -1,0 +1,45 @@
+"""The `charter` entry point: assembles the command groups and turns errors into one line."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from charter.cli import db, keys, up, workflows
+from charter.core.errors import CharterError
+
+app = typer.Typer(
+    name="charter",
+    help="Charter: governed workflows and automation on PostgreSQL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(db.app, name="db")
+app.add_typer(keys.app, name="keys")
+app.add_typer(workflows.app, name="workflows")
+app.command("up")(up.up)
+
+
+def main() -> None:
+    """Run the CLI; a Charter error prints one clear line and exits non-zero."""
+    try:
+        app(standalone_mode=False)
+    except CharterError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        sys.exit(1)
+    except (typer.Abort, KeyboardInterrupt):
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

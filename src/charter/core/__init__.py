@@ -1,0 +1,1 @@
+"""Shared foundations: errors, clock, configuration, canonical JSON and signatures."""
