@@ -1,0 +1,62 @@
+"""`charter db`: migrations and the schema snapshot."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from charter.core.config import Settings
+from charter.db.database import connect
+from charter.db.embedded import database_url
+from charter.db.migrate import migrate as apply_migrations
+from charter.db.migrate import status as migration_status
+from charter.db.snapshot import render_schema
+
+app = typer.Typer(help="Database migrations and schema.", no_args_is_help=True)
+
+
+@app.command()
+def migrate() -> None:
+    """Apply pending migrations (safe to run twice or from two processes at once)."""
+    console = Console()
+    with database_url(Settings.from_env()) as url, connect(url) as conn:
+        applied = apply_migrations(conn)
+    if not applied:
+        console.print("Database is up to date; nothing to apply.")
+    for migration in applied:
+        console.print(f"applied {migration.version:04d}_{migration.name}")
+
+
+@app.command()
+def status() -> None:
+    """List every migration and whether it is applied."""
+    with database_url(Settings.from_env()) as url, connect(url) as conn:
+        rows = migration_status(conn)
+    table = Table("version", "name", "applied at", "note")
+    pending = 0
+    for row in rows:
+        if row.applied_at is None:
+            pending += 1
+        note = (
+            "not shipped with this release"
+            if not row.known
+            else "CHANGED since applied"
+            if row.checksum_matches is False
+            else "pending"
+            if row.applied_at is None
+            else ""
+        )
+        applied = row.applied_at.isoformat(timespec="seconds") if row.applied_at else "-"
+        table.add_row(f"{row.version:04d}", row.name, applied, note)
+    console = Console()
+    console.print(table)
+    console.print(f"{len(rows) - pending} applied, {pending} pending")
+
+
+@app.command()
+def schema() -> None:
+    """Print the current schema as the snapshot renders it."""
+    with database_url(Settings.from_env()) as url, connect(url) as conn:
+        text = render_schema(conn)
+    typer.echo(text, nl=False)

@@ -1,0 +1,127 @@
+"""Connections to one Charter database, each bound to the role of its component.
+
+Every component works under its own role (`SET ROLE` on the connecting user), so the
+privileges of DESIGN §2 are real in every mode, embedded or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from threading import Lock
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from charter.core.errors import DatabaseUnavailable
+from charter.db.errors import translated
+
+SCHEMA = "charter"
+
+
+class Role(StrEnum):
+    """The database roles of DESIGN §2."""
+
+    ENGINE = "charter_engine"
+    WORKER = "charter_worker"
+    READER = "charter_reader"
+
+
+def conninfo(url: str, *, application_name: str = "charter") -> str:
+    """The connection string for `url` with Charter's schema on the search path."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise DatabaseUnavailable(f"invalid database URL: {exc}") from None
+    return make_conninfo(
+        url, options=f"-c search_path={SCHEMA},public", application_name=application_name
+    )
+
+
+def _assume(conn: psycopg.Connection[object], role: Role | None) -> None:
+    if role is not None:
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role.value)))
+
+
+def connect(
+    url: str,
+    role: Role | None = None,
+    *,
+    autocommit: bool = False,
+    application_name: str = "charter",
+    connect_timeout: int = 10,
+) -> psycopg.Connection[tuple[object, ...]]:
+    """A direct connection (migrations, LISTEN); `role=None` keeps the connecting user."""
+    with translated():
+        conn = psycopg.connect(
+            conninfo(url, application_name=application_name),
+            autocommit=True,
+            connect_timeout=connect_timeout,
+        )
+        try:
+            _assume(conn, role)
+            conn.autocommit = autocommit
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+class Database:
+    """One pool per role, opened on first use."""
+
+    def __init__(self, url: str, *, max_size: int = 8, application_name: str = "charter"):
+        self.url = url
+        self._conninfo = conninfo(url, application_name=application_name)
+        self._max_size = max_size
+        self._pools: dict[Role, ConnectionPool] = {}
+        self._lock = Lock()
+
+    def pool(self, role: Role) -> ConnectionPool:
+        with self._lock:
+            if role not in self._pools:
+
+                def configure(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+                    _assume(conn, role)
+                    conn.commit()
+
+                pool = ConnectionPool(
+                    self._conninfo,
+                    min_size=1,
+                    max_size=self._max_size,
+                    configure=configure,
+                    name=f"charter-{role.name.lower()}",
+                    open=False,
+                )
+                try:
+                    pool.open(wait=True, timeout=15)
+                except PoolTimeout:
+                    pool.close()
+                    raise DatabaseUnavailable(f"cannot connect to the database as {role}") from None
+                self._pools[role] = pool
+            return self._pools[role]
+
+    @contextmanager
+    def connection(self, role: Role) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+        """A pooled connection working as `role`; database errors become Charter errors."""
+        with translated():
+            try:
+                with self.pool(role).connection(timeout=30) as conn:
+                    yield conn
+            except PoolTimeout:
+                raise DatabaseUnavailable("no database connection became free in 30 s") from None
+
+    def close(self) -> None:
+        with self._lock:
+            for pool in self._pools.values():
+                pool.close()
+            self._pools.clear()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,374 @@
+-- Charter schema snapshot, rendered from the catalogs by `charter db schema`.
+-- Do not edit: tests/migration checks that migrating from zero reproduces it.
+
+-- schema charter: USAGE TO charter_engine, USAGE TO charter_reader, USAGE TO charter_worker
+
+
+CREATE TABLE charter.actor_keys (
+    public_key text NOT NULL,
+    actor_id text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    retired_at timestamp with time zone
+);
+ALTER TABLE charter.actor_keys ADD CONSTRAINT actor_keys_actor_id_fkey FOREIGN KEY (actor_id) REFERENCES actors(id);
+ALTER TABLE charter.actor_keys ADD CONSTRAINT actor_keys_check CHECK (((retired_at IS NULL) OR (retired_at >= added_at)));
+ALTER TABLE charter.actor_keys ADD CONSTRAINT actor_keys_pkey PRIMARY KEY (public_key);
+ALTER TABLE charter.actor_keys ADD CONSTRAINT actor_keys_public_key_check CHECK ((public_key ~ '^[0-9a-f]{64}$'::text));
+CREATE UNIQUE INDEX actor_keys_one_active ON charter.actor_keys USING btree (actor_id) WHERE (retired_at IS NULL);
+CREATE TRIGGER actor_keys_guard BEFORE DELETE OR UPDATE ON charter.actor_keys FOR EACH ROW EXECUTE FUNCTION guard_actor_keys();
+CREATE TRIGGER actor_keys_no_truncate BEFORE TRUNCATE ON charter.actor_keys FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.actor_keys TO charter_engine;
+GRANT SELECT ON charter.actor_keys TO charter_engine;
+GRANT SELECT ON charter.actor_keys TO charter_reader;
+GRANT SELECT ON charter.actor_keys TO charter_worker;
+GRANT UPDATE (retired_at) ON charter.actor_keys TO charter_engine;
+
+CREATE TABLE charter.actors (
+    id text NOT NULL,
+    roles text[] DEFAULT '{}'::text[] NOT NULL,
+    disabled_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.actors ADD CONSTRAINT actors_id_check CHECK ((id ~ '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$'::text));
+ALTER TABLE charter.actors ADD CONSTRAINT actors_pkey PRIMARY KEY (id);
+ALTER TABLE charter.actors ADD CONSTRAINT actors_roles_check CHECK ((array_position(roles, NULL::text) IS NULL));
+ALTER TABLE charter.actors ADD CONSTRAINT automation_role_reserved CHECK (((id = 'automation'::text) OR (NOT ('AUTOMATION'::text = ANY (roles)))));
+GRANT INSERT ON charter.actors TO charter_engine;
+GRANT SELECT ON charter.actors TO charter_engine;
+GRANT SELECT ON charter.actors TO charter_reader;
+GRANT SELECT ON charter.actors TO charter_worker;
+GRANT UPDATE (roles, disabled_at, updated_at) ON charter.actors TO charter_engine;
+
+CREATE TABLE charter.automation_queue (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    process_id text NOT NULL,
+    workflow_path text NOT NULL,
+    action_name text NOT NULL,
+    action_data jsonb DEFAULT '{}'::jsonb NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    reason text NOT NULL,
+    available_state text,
+    queued_by_event_hash text NOT NULL,
+    queued_by_action text NOT NULL,
+    queued_by_actor text NOT NULL,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    claimed_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    fired_event_hash text,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_error text,
+    last_attempt_at timestamp with time zone,
+    last_attempt_result text,
+    claimed_by text,
+    lease_expires_at timestamp with time zone,
+    lease_token uuid
+);
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_action_data_check CHECK ((jsonb_typeof(action_data) = 'object'::text));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_attempts_check CHECK ((attempts >= 0));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_fired_event_hash_fkey FOREIGN KEY (fired_event_hash) REFERENCES events(hash);
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_last_attempt_result_check CHECK ((last_attempt_result = ANY (ARRAY['accepted'::text, 'skipped'::text, 'failed'::text, 'transient_error'::text])));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_lease_matches_status CHECK (((status = 'claimed'::text) = ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_pkey PRIMARY KEY (id);
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_action_name_queued_by_event_has_key UNIQUE (process_id, action_name, queued_by_event_hash);
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_queued_by_event_hash_fkey FOREIGN KEY (queued_by_event_hash) REFERENCES events(hash);
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'completed'::text, 'skipped'::text, 'failed'::text])));
+CREATE INDEX automation_queue_leases ON charter.automation_queue USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
+CREATE INDEX automation_queue_pending ON charter.automation_queue USING btree (queued_at) WHERE (status = 'pending'::text);
+CREATE INDEX automation_queue_process ON charter.automation_queue USING btree (process_id);
+CREATE TRIGGER automation_queue_no_delete BEFORE DELETE ON charter.automation_queue FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER automation_queue_no_truncate BEFORE TRUNCATE ON charter.automation_queue FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.automation_queue TO charter_engine;
+GRANT SELECT ON charter.automation_queue TO charter_engine;
+GRANT SELECT ON charter.automation_queue TO charter_reader;
+GRANT SELECT ON charter.automation_queue TO charter_worker;
+
+CREATE TABLE charter.events (
+    process_id text NOT NULL,
+    seq integer NOT NULL,
+    hash text NOT NULL,
+    prev_hash text,
+    kind text NOT NULL,
+    envelope json NOT NULL,
+    signature text,
+    actor text NOT NULL,
+    action text NOT NULL,
+    workflow_path text NOT NULL,
+    workflow_version text NOT NULL,
+    cause_hash text,
+    received_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.events ADD CONSTRAINT events_actor_fkey FOREIGN KEY (actor) REFERENCES actor_keys(public_key);
+ALTER TABLE charter.events ADD CONSTRAINT events_cause_hash_fkey FOREIGN KEY (cause_hash) REFERENCES events(hash);
+ALTER TABLE charter.events ADD CONSTRAINT events_check CHECK (((seq = 1) = (prev_hash IS NULL)));
+ALTER TABLE charter.events ADD CONSTRAINT events_check1 CHECK (((kind = 'spawn'::text) = (signature IS NULL)));
+ALTER TABLE charter.events ADD CONSTRAINT events_check2 CHECK (((kind = 'spawn'::text) = (cause_hash IS NOT NULL)));
+ALTER TABLE charter.events ADD CONSTRAINT events_check3 CHECK (((kind = 'action'::text) OR (seq = 1)));
+ALTER TABLE charter.events ADD CONSTRAINT events_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.events ADD CONSTRAINT events_hash_key UNIQUE (hash);
+ALTER TABLE charter.events ADD CONSTRAINT events_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'spawn'::text])));
+ALTER TABLE charter.events ADD CONSTRAINT events_pkey PRIMARY KEY (process_id, seq);
+ALTER TABLE charter.events ADD CONSTRAINT events_prev_hash_check CHECK ((prev_hash ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.events ADD CONSTRAINT events_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
+ALTER TABLE charter.events ADD CONSTRAINT events_process_id_prev_hash_key UNIQUE (process_id, prev_hash);
+ALTER TABLE charter.events ADD CONSTRAINT events_seq_check CHECK ((seq >= 1));
+ALTER TABLE charter.events ADD CONSTRAINT events_signature_check CHECK ((signature ~ '^[0-9a-f]{128}$'::text));
+ALTER TABLE charter.events ADD CONSTRAINT events_workflow_version_fkey FOREIGN KEY (workflow_version) REFERENCES workflow_definitions(version);
+ALTER TABLE charter.events ADD CONSTRAINT hash_is_envelope_hash CHECK ((hash = encode(sha256(convert_to((envelope)::text, 'UTF8'::name)), 'hex'::text)));
+CREATE INDEX events_actor ON charter.events USING btree (actor);
+CREATE INDEX events_cause ON charter.events USING btree (cause_hash) WHERE (cause_hash IS NOT NULL);
+CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON charter.events FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER events_extend_head BEFORE INSERT ON charter.events FOR EACH ROW EXECUTE FUNCTION event_extends_head();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON charter.events FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.events TO charter_engine;
+GRANT SELECT ON charter.events TO charter_engine;
+GRANT SELECT ON charter.events TO charter_reader;
+GRANT SELECT ON charter.events TO charter_worker;
+
+CREATE TABLE charter.processes (
+    id text NOT NULL,
+    workflow_path text NOT NULL,
+    state text NOT NULL,
+    data jsonb DEFAULT '{}'::jsonb NOT NULL,
+    head_hash text,
+    seq integer DEFAULT 0 NOT NULL,
+    parent_id text,
+    parent_event_hash text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.processes ADD CONSTRAINT processes_check CHECK (((seq = 0) = (head_hash IS NULL)));
+ALTER TABLE charter.processes ADD CONSTRAINT processes_check1 CHECK (((parent_id IS NULL) = (parent_event_hash IS NULL)));
+ALTER TABLE charter.processes ADD CONSTRAINT processes_data_check CHECK ((jsonb_typeof(data) = 'object'::text));
+ALTER TABLE charter.processes ADD CONSTRAINT processes_head_hash_check CHECK ((head_hash ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.processes ADD CONSTRAINT processes_id_check CHECK ((id ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'::text));
+ALTER TABLE charter.processes ADD CONSTRAINT processes_parent_event FOREIGN KEY (parent_event_hash) REFERENCES events(hash) DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE charter.processes ADD CONSTRAINT processes_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES processes(id);
+ALTER TABLE charter.processes ADD CONSTRAINT processes_pkey PRIMARY KEY (id);
+ALTER TABLE charter.processes ADD CONSTRAINT processes_seq_check CHECK ((seq >= 0));
+CREATE INDEX processes_parent ON charter.processes USING btree (parent_id) WHERE (parent_id IS NOT NULL);
+CREATE INDEX processes_workflow ON charter.processes USING btree (workflow_path);
+CREATE TRIGGER processes_guard BEFORE DELETE OR UPDATE ON charter.processes FOR EACH ROW EXECUTE FUNCTION guard_process_head();
+CREATE TRIGGER processes_no_truncate BEFORE TRUNCATE ON charter.processes FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.processes TO charter_engine;
+GRANT SELECT ON charter.processes TO charter_engine;
+GRANT SELECT ON charter.processes TO charter_reader;
+GRANT SELECT ON charter.processes TO charter_worker;
+GRANT UPDATE (state, data, head_hash, seq, updated_at) ON charter.processes TO charter_engine;
+
+CREATE TABLE charter.scheduled_actions (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    schedule_id text NOT NULL,
+    process_id text NOT NULL,
+    workflow_path text NOT NULL,
+    action_name text NOT NULL,
+    action_data jsonb DEFAULT '{}'::jsonb NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    interval text,
+    until_ts timestamp with time zone,
+    max_count integer,
+    fire_count integer DEFAULT 0 NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    created_event_hash text NOT NULL,
+    created_by_action text NOT NULL,
+    created_by_actor text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    cancelled_at timestamp with time zone,
+    cancelled_by_event_hash text,
+    cancel_reason text,
+    last_attempt_at timestamp with time zone,
+    last_attempt_result text,
+    last_attempt_error text,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_fired_at timestamp with time zone,
+    last_fired_event_hash text,
+    claimed_by text,
+    claimed_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    lease_token uuid
+);
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_action_data_check CHECK ((jsonb_typeof(action_data) = 'object'::text));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_attempts_check CHECK ((attempts >= 0));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_cancelled_by_event_hash_fkey FOREIGN KEY (cancelled_by_event_hash) REFERENCES events(hash);
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL)));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_created_event_hash_fkey FOREIGN KEY (created_event_hash) REFERENCES events(hash);
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_fire_count_check CHECK ((fire_count >= 0));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_last_attempt_result_check CHECK ((last_attempt_result = ANY (ARRAY['accepted'::text, 'skipped'::text, 'failed'::text, 'transient_error'::text])));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_last_fired_event_hash_fkey FOREIGN KEY (last_fired_event_hash) REFERENCES events(hash);
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_lease_matches_status CHECK (((status = 'claimed'::text) = ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_max_count_check CHECK ((max_count >= 1));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_pkey PRIMARY KEY (id);
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_schedule_id_check CHECK (((length(schedule_id) >= 1) AND (length(schedule_id) <= 128)));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'claimed'::text, 'cancelled'::text, 'exhausted'::text, 'failed'::text])));
+CREATE INDEX scheduled_actions_due ON charter.scheduled_actions USING btree (run_at) WHERE (status = 'active'::text);
+CREATE INDEX scheduled_actions_leases ON charter.scheduled_actions USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
+CREATE UNIQUE INDEX scheduled_actions_one_live ON charter.scheduled_actions USING btree (process_id, schedule_id) WHERE (status = ANY (ARRAY['active'::text, 'claimed'::text]));
+CREATE INDEX scheduled_actions_process ON charter.scheduled_actions USING btree (process_id);
+CREATE TRIGGER scheduled_actions_no_delete BEFORE DELETE ON charter.scheduled_actions FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER scheduled_actions_no_truncate BEFORE TRUNCATE ON charter.scheduled_actions FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.scheduled_actions TO charter_engine;
+GRANT SELECT ON charter.scheduled_actions TO charter_engine;
+GRANT SELECT ON charter.scheduled_actions TO charter_reader;
+GRANT SELECT ON charter.scheduled_actions TO charter_worker;
+GRANT UPDATE (status, cancelled_at, cancelled_by_event_hash, cancel_reason) ON charter.scheduled_actions TO charter_engine;
+
+CREATE TABLE charter.schema_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.schema_migrations ADD CONSTRAINT schema_migrations_checksum_check CHECK ((checksum ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+ALTER TABLE charter.schema_migrations ADD CONSTRAINT schema_migrations_version_check CHECK ((version >= 1));
+GRANT SELECT ON charter.schema_migrations TO charter_engine;
+GRANT SELECT ON charter.schema_migrations TO charter_reader;
+GRANT SELECT ON charter.schema_migrations TO charter_worker;
+
+CREATE TABLE charter.system_log (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    level text DEFAULT 'info'::text NOT NULL,
+    kind text NOT NULL,
+    code text,
+    process_id text,
+    actor text,
+    action text,
+    event_hash text,
+    message text DEFAULT ''::text NOT NULL,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+ALTER TABLE charter.system_log ADD CONSTRAINT system_log_detail_check CHECK ((jsonb_typeof(detail) = 'object'::text));
+ALTER TABLE charter.system_log ADD CONSTRAINT system_log_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_.]*$'::text));
+ALTER TABLE charter.system_log ADD CONSTRAINT system_log_level_check CHECK ((level = ANY (ARRAY['info'::text, 'warning'::text, 'error'::text])));
+ALTER TABLE charter.system_log ADD CONSTRAINT system_log_pkey PRIMARY KEY (id);
+CREATE INDEX system_log_at ON charter.system_log USING btree (at);
+CREATE INDEX system_log_process ON charter.system_log USING btree (process_id, id) WHERE (process_id IS NOT NULL);
+CREATE TRIGGER system_log_append_only BEFORE DELETE OR UPDATE ON charter.system_log FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER system_log_no_truncate BEFORE TRUNCATE ON charter.system_log FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.system_log TO charter_engine;
+GRANT SELECT ON charter.system_log TO charter_engine;
+GRANT SELECT ON charter.system_log TO charter_reader;
+GRANT SELECT ON charter.system_log TO charter_worker;
+
+CREATE TABLE charter.workflow_definitions (
+    version text NOT NULL,
+    definition json NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.workflow_definitions ADD CONSTRAINT version_is_definition_hash CHECK ((version = encode(sha256(convert_to((definition)::text, 'UTF8'::name)), 'hex'::text)));
+ALTER TABLE charter.workflow_definitions ADD CONSTRAINT workflow_definitions_pkey PRIMARY KEY (version);
+ALTER TABLE charter.workflow_definitions ADD CONSTRAINT workflow_definitions_version_check CHECK ((version ~ '^[0-9a-f]{64}$'::text));
+CREATE TRIGGER workflow_definitions_append_only BEFORE DELETE OR UPDATE ON charter.workflow_definitions FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER workflow_definitions_no_truncate BEFORE TRUNCATE ON charter.workflow_definitions FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.workflow_definitions TO charter_engine;
+GRANT SELECT ON charter.workflow_definitions TO charter_engine;
+GRANT SELECT ON charter.workflow_definitions TO charter_reader;
+GRANT SELECT ON charter.workflow_definitions TO charter_worker;
+
+CREATE TABLE charter.workflow_deployments (
+    path text NOT NULL,
+    revision integer NOT NULL,
+    version text NOT NULL,
+    deployed_at timestamp with time zone DEFAULT now() NOT NULL,
+    deployed_by text
+);
+ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_path_check CHECK (((path ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}(/[A-Za-z0-9][A-Za-z0-9._:-]{0,127})*$'::text) AND (length(path) <= 1024)));
+ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_pkey PRIMARY KEY (path, revision);
+ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_revision_check CHECK ((revision >= 1));
+ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_version_fkey FOREIGN KEY (version) REFERENCES workflow_definitions(version);
+CREATE TRIGGER workflow_deployments_append_only BEFORE DELETE OR UPDATE ON charter.workflow_deployments FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER workflow_deployments_no_truncate BEFORE TRUNCATE ON charter.workflow_deployments FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.workflow_deployments TO charter_engine;
+GRANT SELECT ON charter.workflow_deployments TO charter_engine;
+GRANT SELECT ON charter.workflow_deployments TO charter_reader;
+GRANT SELECT ON charter.workflow_deployments TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.event_extends_head()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    head_seq integer;
+    head text;
+BEGIN
+    SELECT p.seq, p.head_hash INTO head_seq, head
+    FROM charter.processes p WHERE p.id = NEW.process_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA02',
+            MESSAGE = format('event for unknown process %s', NEW.process_id);
+    END IF;
+    IF NEW.seq <> head_seq + 1 OR NEW.prev_hash IS DISTINCT FROM head THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA02',
+            MESSAGE = format(
+                'event %s of process %s does not extend its head (head seq %s, hash %s)',
+                NEW.seq, NEW.process_id, head_seq, coalesce(head, 'none')
+            );
+    END IF;
+    RETURN NEW;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.forbid_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'CHA01',
+        MESSAGE = format('%s is append-only: %s is not allowed', TG_TABLE_NAME, TG_OP);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.guard_actor_keys()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA01', MESSAGE = 'actor keys are never deleted';
+    END IF;
+    IF NEW.public_key <> OLD.public_key OR NEW.actor_id <> OLD.actor_id
+       OR NEW.added_at <> OLD.added_at
+       OR (OLD.retired_at IS NOT NULL AND NEW.retired_at IS DISTINCT FROM OLD.retired_at) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA04',
+            MESSAGE = 'an actor key can only be retired, once';
+    END IF;
+    RETURN NEW;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.guard_process_head()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA01', MESSAGE = 'processes are never deleted';
+    END IF;
+    IF NEW.id <> OLD.id OR NEW.workflow_path <> OLD.workflow_path
+       OR NEW.parent_id IS DISTINCT FROM OLD.parent_id
+       OR NEW.parent_event_hash IS DISTINCT FROM OLD.parent_event_hash
+       OR NEW.created_at <> OLD.created_at THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA04',
+            MESSAGE = format('process %s: id, workflow, parent and created_at never change', OLD.id);
+    END IF;
+    IF NEW.seq <> OLD.seq OR NEW.head_hash IS DISTINCT FROM OLD.head_hash THEN
+        IF NEW.seq <= OLD.seq OR NOT EXISTS (
+            SELECT 1 FROM charter.events e
+            WHERE e.process_id = NEW.id AND e.seq = NEW.seq AND e.hash = NEW.head_hash
+        ) THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'CHA03',
+                MESSAGE = format('process %s: the head must move forward onto its latest event', OLD.id);
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$function$;

@@ -1,0 +1,161 @@
+"""Every role's privileges, proven against the real database (DESIGN §2)."""
+
+from __future__ import annotations
+
+import pytest
+from psycopg import sql
+
+from charter.core.errors import PermissionDenied
+from tests.integration import rows
+from tests.integration.dbcheck import Conn, allowed, refused
+
+TABLES = [
+    "actors",
+    "actor_keys",
+    "workflow_definitions",
+    "workflow_deployments",
+    "processes",
+    "events",
+    "system_log",
+    "scheduled_actions",
+    "automation_queue",
+    "schema_migrations",
+]
+ROLES = ["charter_engine", "charter_worker", "charter_reader"]
+
+
+def _first_column(conn: Conn, table: str) -> str:
+    """The first ordinary column (identity columns refuse `SET col = col`)."""
+    row = conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
+        " AND attidentity = '' AND NOT attisdropped ORDER BY attnum LIMIT 1",
+        (f"charter.{table}",),
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _write(conn: Conn, table: str, operation: str) -> sql.Composed:
+    name = sql.Identifier(table)
+    column = sql.Identifier(_first_column(conn, table))
+    statements = {
+        "INSERT": sql.SQL("INSERT INTO {} DEFAULT VALUES").format(name),
+        "UPDATE": sql.SQL("UPDATE {} SET {} = {} WHERE false").format(name, column, column),
+        "DELETE": sql.SQL("DELETE FROM {} WHERE false").format(name),
+        "TRUNCATE": sql.SQL("TRUNCATE {} CASCADE").format(name),
+    }
+    return statements[operation]
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("table", TABLES)
+def test_every_role_can_read_every_table(conn: Conn, role: str, table: str) -> None:
+    allowed(conn, sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)), role=role)
+
+
+@pytest.mark.parametrize("role", ["charter_worker", "charter_reader"])
+@pytest.mark.parametrize("operation", ["INSERT", "UPDATE", "DELETE", "TRUNCATE"])
+@pytest.mark.parametrize("table", TABLES)
+def test_worker_and_reader_cannot_write(conn: Conn, role: str, operation: str, table: str) -> None:
+    refused(conn, PermissionDenied, _write(conn, table, operation), role=role)
+
+
+@pytest.mark.parametrize("operation", ["DELETE", "TRUNCATE"])
+@pytest.mark.parametrize("table", TABLES)
+def test_engine_never_deletes_or_truncates(conn: Conn, operation: str, table: str) -> None:
+    refused(conn, PermissionDenied, _write(conn, table, operation), role="charter_engine")
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "events",
+        "system_log",
+        "workflow_definitions",
+        "workflow_deployments",
+        "automation_queue",
+        "schema_migrations",
+    ],
+)
+def test_engine_cannot_update_append_only_or_worker_rows(conn: Conn, table: str) -> None:
+    refused(conn, PermissionDenied, _write(conn, table, "UPDATE"), role="charter_engine")
+
+
+def test_engine_cannot_record_migrations(conn: Conn) -> None:
+    refused(
+        conn,
+        PermissionDenied,
+        "INSERT INTO schema_migrations (version, name, checksum) VALUES (999, 'x', %s)",
+        (rows.random_hex(),),
+        role="charter_engine",
+    )
+
+
+@pytest.mark.parametrize("column", ["id", "workflow_path", "parent_id", "created_at"])
+def test_engine_cannot_change_process_identity(conn: Conn, column: str) -> None:
+    statement = sql.SQL("UPDATE processes SET {} = {} WHERE false").format(
+        sql.Identifier(column), sql.Identifier(column)
+    )
+    refused(conn, PermissionDenied, statement, role="charter_engine")
+
+
+def test_engine_cannot_rewrite_work_row_results(conn: Conn) -> None:
+    statement = "UPDATE scheduled_actions SET fire_count = fire_count + 1 WHERE false"
+    refused(conn, PermissionDenied, statement, role="charter_engine")
+
+
+def test_engine_writes_the_governed_flow(conn: Conn) -> None:
+    """Everything process_event needs to write, the engine role may write."""
+    conn.execute("SET LOCAL ROLE charter_engine")
+    actor, version, process_id, hashes = rows.seed_chain(conn, events=2)
+    conn.execute(
+        "INSERT INTO system_log (kind, process_id, event_hash) VALUES ('event.accepted', %s, %s)",
+        (process_id, hashes[-1]),
+    )
+    conn.execute(
+        """
+        INSERT INTO scheduled_actions (schedule_id, process_id, workflow_path, action_name,
+            run_at, created_event_hash, created_by_action, created_by_actor)
+        VALUES ('deadline', %s, %s, 'escalate', now() + interval '1 day', %s, 'touch', %s)
+        """,
+        (process_id, rows.WORKFLOW, hashes[-1], actor),
+    )
+    conn.execute(
+        "UPDATE scheduled_actions SET status = 'cancelled', cancelled_at = now(),"
+        " cancel_reason = 'test' WHERE process_id = %s",
+        (process_id,),
+    )
+    conn.execute(
+        """
+        INSERT INTO automation_queue (process_id, workflow_path, action_name, reason,
+            queued_by_event_hash, queued_by_action, queued_by_actor)
+        VALUES (%s, %s, 'start', 'auto action became available', %s, 'touch', %s)
+        """,
+        (process_id, rows.WORKFLOW, hashes[-1], actor),
+    )
+    conn.execute("RESET ROLE")
+    assert rows.head(conn, process_id) == (2, hashes[-1])
+
+
+def test_no_charter_function_is_executable_by_public(conn: Conn) -> None:
+    found = conn.execute(
+        """
+        SELECT p.oid::regprocedure::text
+        FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace,
+             aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) acl
+        WHERE n.nspname = 'charter' AND acl.grantee = 0
+        """
+    ).fetchall()
+    assert found == []
+
+
+def test_public_has_no_table_privileges(conn: Conn) -> None:
+    found = conn.execute(
+        """
+        SELECT c.relname, acl.privilege_type
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+             aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) acl
+        WHERE n.nspname = 'charter' AND acl.grantee = 0
+        """
+    ).fetchall()
+    assert found == []
