@@ -23,10 +23,15 @@ def refused(
     role: str | None = None,
 ) -> CharterError:
     """Run `statement` (as `role`) in a savepoint; it must fail with `error`."""
-    with pytest.raises(error) as info, translated(), conn.transaction():
-        if role is not None:
-            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
-        conn.execute(statement, params)  # type: ignore[arg-type]
+
+    def attempt() -> None:
+        with translated(), conn.transaction():
+            if role is not None:
+                conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+            conn.execute(statement, params)  # type: ignore[arg-type]
+
+    with pytest.raises(error) as info:
+        attempt()
     return info.value
 
 

@@ -61,7 +61,9 @@ def add_process(conn: Conn, process_id: str | None = None, path: str = WORKFLOW)
 
 
 def head(conn: Conn, process_id: str) -> tuple[int, str | None]:
-    row = conn.execute("SELECT seq, head_hash FROM processes WHERE id = %s", (process_id,)).fetchone()
+    row = conn.execute(
+        "SELECT seq, head_hash FROM processes WHERE id = %s", (process_id,)
+    ).fetchone()
     assert row is not None
     return cast(int, row[0]), cast("str | None", row[1])
 

@@ -45,7 +45,9 @@ def test_status_lists_pending_then_applied(empty_database_url: str) -> None:
 def test_status_flags_a_changed_migration(empty_database_url: str) -> None:
     with connect(empty_database_url) as conn:
         migrate(conn)
-        conn.execute("UPDATE charter.schema_migrations SET checksum = repeat('0', 64) WHERE version = 2")
+        conn.execute(
+            "UPDATE charter.schema_migrations SET checksum = repeat('0', 64) WHERE version = 2"
+        )
         conn.execute(
             "INSERT INTO charter.schema_migrations (version, name, checksum) "
             "VALUES (9999, 'from_the_future', repeat('1', 64))"

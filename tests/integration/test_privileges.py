@@ -107,7 +107,7 @@ def test_engine_cannot_rewrite_work_row_results(conn: Conn) -> None:
 def test_engine_writes_the_governed_flow(conn: Conn) -> None:
     """Everything process_event needs to write, the engine role may write."""
     conn.execute("SET LOCAL ROLE charter_engine")
-    actor, version, process_id, hashes = rows.seed_chain(conn, events=2)
+    actor, _, process_id, hashes = rows.seed_chain(conn, events=2)
     conn.execute(
         "INSERT INTO system_log (kind, process_id, event_hash) VALUES ('event.accepted', %s, %s)",
         (process_id, hashes[-1]),

@@ -34,7 +34,7 @@ def test_update_of_append_only_rows_raises_even_for_the_owner(
         "workflow_deployments": "deployed_by",
     }[table]
     error = refused(conn, AppendOnlyViolation, f"UPDATE {table} SET {column} = {column}")
-    assert "append-only" in error.message and "UPDATE" in error.message
+    assert error.message.endswith(f"{table} is append-only: UPDATE is not allowed")
 
 
 @pytest.mark.parametrize("table", APPEND_ONLY_TABLES)
@@ -131,7 +131,9 @@ def test_constraints_hold_with_triggers_bypassed(
     assert error.context["constraint"] == "events_pkey"
     error = refused(conn, Duplicate, *_insert(process_id, actor, version, seq=9, prev=hashes[1]))
     assert error.context["constraint"] == "events_process_id_prev_hash_key"
-    error = refused(conn, IntegrityViolation, *_insert(process_id, actor, version, seq=2, prev=None))
+    error = refused(
+        conn, IntegrityViolation, *_insert(process_id, actor, version, seq=2, prev=None)
+    )
     assert error.context["constraint"] == "events_check"
 
 
@@ -148,16 +150,28 @@ def test_the_hash_must_be_the_hash_of_the_envelope(
                             actor, action, workflow_path, workflow_version)
         VALUES (%s, 4, %s, %s, 'action', %s::json, %s, %s, 'touch', %s, %s)
         """,
-        (process_id, rows.random_hex(), hashes[-1], text, rows.random_hex(64), actor,
-         rows.WORKFLOW, version),
+        (
+            process_id,
+            rows.random_hex(),
+            hashes[-1],
+            text,
+            rows.random_hex(64),
+            actor,
+            rows.WORKFLOW,
+            version,
+        ),
     )
     assert error.context["constraint"] == "hash_is_envelope_hash"
 
 
-def test_an_event_needs_a_registered_key(conn: Conn, chain: tuple[str, str, str, list[str]]) -> None:
+def test_an_event_needs_a_registered_key(
+    conn: Conn, chain: tuple[str, str, str, list[str]]
+) -> None:
     _, version, process_id, hashes = chain
     stranger = rows.random_hex()
-    refused(conn, IntegrityViolation, *_insert(process_id, stranger, version, seq=4, prev=hashes[-1]))
+    refused(
+        conn, IntegrityViolation, *_insert(process_id, stranger, version, seq=4, prev=hashes[-1])
+    )
 
 
 # --- the head -----------------------------------------------------------------------
@@ -225,7 +239,9 @@ def test_a_definition_is_stored_under_its_own_hash(conn: Conn) -> None:
 
 def test_only_the_automation_actor_holds_automation(conn: Conn) -> None:
     error = refused(
-        conn, IntegrityViolation, "INSERT INTO actors (id, roles) VALUES ('mallory', '{AUTOMATION}')"
+        conn,
+        IntegrityViolation,
+        "INSERT INTO actors (id, roles) VALUES ('mallory', '{AUTOMATION}')",
     )
     assert error.context["constraint"] == "automation_role_reserved"
     conn.execute("INSERT INTO actors (id, roles) VALUES ('automation', '{AUTOMATION}')")
@@ -275,7 +291,9 @@ def test_one_live_schedule_per_id(conn: Conn, chain: tuple[str, str, str, list[s
     assert error.context["constraint"] == "scheduled_actions_one_live"
 
 
-def test_a_claimed_row_carries_its_lease(conn: Conn, chain: tuple[str, str, str, list[str]]) -> None:
+def test_a_claimed_row_carries_its_lease(
+    conn: Conn, chain: tuple[str, str, str, list[str]]
+) -> None:
     actor, _, process_id, hashes = chain
     error = refused(
         conn,

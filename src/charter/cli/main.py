@@ -27,7 +27,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except CharterError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
         sys.exit(1)
     except (typer.Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import signal
 import socket
+from types import FrameType
 
 import typer
 import uvicorn
@@ -36,8 +38,29 @@ def up(
                 uvicorn.Config(create_app(database), host=host, port=port, log_level="warning")
             )
             console.print(f"[bold]api[/]       http://{host}:{port}  (Ctrl-C stops everything)")
-            server.run()
+            _run_until_signalled(server)
     console.print("stopped cleanly")
+
+
+class _StopRequested(Exception):
+    """SIGTERM arrived: leave through the normal exits so the database stops cleanly."""
+
+
+def _raise_stop(_signum: int, _frame: FrameType | None) -> None:
+    raise _StopRequested
+
+
+def _run_until_signalled(server: uvicorn.Server) -> None:
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal with the
+    # previous handlers restored; turn both into exceptions we catch here, so the
+    # `with` blocks above close the pools and stop the embedded server.
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        server.run()
+    except (KeyboardInterrupt, _StopRequested):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -47,4 +70,6 @@ def _check_port_free(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc}"
-            raise ConfigurationError(f"{host}:{port} {reason}; choose another with --port") from None
+            raise ConfigurationError(
+                f"{host}:{port} {reason}; choose another with --port"
+            ) from None

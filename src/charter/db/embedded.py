@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +29,19 @@ class EmbeddedServer:
     """A running embedded PostgreSQL and the Charter database inside it."""
 
     def __init__(self, pgdata: Path, *, stop_on_close: bool = True) -> None:
-        try:
-            import pgserver
-        except ImportError as exc:  # the wheel is missing for this platform
-            raise ConfigurationError(
-                "no CHARTER_DATABASE_URL is set and the embedded server (pgserver) is not "
-                f"available here: {exc}"
-            ) from None
         pgdata.mkdir(parents=True, exist_ok=True)
         self.pgdata = pgdata
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pgserver warns about XDG_RUNTIME_DIR
             try:
-                self._server: Any = pgserver.get_server(
+                from pgserver.postgres_server import get_server
+            except ImportError as exc:  # no wheel for this platform
+                raise ConfigurationError(
+                    "no CHARTER_DATABASE_URL is set and the embedded server (pgserver) is not "
+                    f"available here: {exc}"
+                ) from None
+            try:
+                self._server: Any = get_server(
                     pgdata, cleanup_mode="stop" if stop_on_close else None
                 )
             except Exception as exc:
@@ -50,6 +50,12 @@ class EmbeddedServer:
                     f"(see {pgdata / 'log'})"
                 ) from exc
         self._ensure_database()
+
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's process id (the same for every user of this data directory)."""
+        pid = self._server.get_pid()
+        return int(pid) if pid is not None else None
 
     @property
     def admin_url(self) -> str:
@@ -64,10 +70,9 @@ class EmbeddedServer:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             row = conn.execute(query("database_exists"), {"name": DATABASE_NAME}).fetchone()
             if not (row and row[0]):
-                try:
+                # Another process may create it first; that is fine.
+                with suppress(psycopg.errors.DuplicateDatabase):
                     conn.execute(query("create_charter_database"))
-                except psycopg.errors.DuplicateDatabase:
-                    pass  # another process created it first
 
     def close(self) -> None:
         """Let go of the server; the last user stops it."""

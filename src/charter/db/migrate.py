@@ -53,7 +53,7 @@ def available_migrations() -> tuple[Migration, ...]:
         text = entry.read_text(encoding="utf-8")
         checksum = hashlib.sha256(text.encode()).hexdigest()
         # Migration text ships inside the package; it is never user input.
-        found.append(Migration(int(match[1]), match[2], cast(LiteralString, text), checksum))
+        found.append(Migration(int(match[1]), match[2], text, checksum))
     found.sort(key=lambda m: m.version)
     for expected, migration in enumerate(found, start=1):
         if migration.version != expected:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import LiteralString, cast
+from typing import LiteralString
 
 _HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --$", re.MULTILINE)
 
@@ -39,7 +39,8 @@ def parse_queries(text: str) -> dict[str, Query]:
     for index, header in enumerate(headers):
         end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
         body = text[header.end() : end].strip("\n")
-        description_lines, sql_lines = [], []
+        description_lines: list[str] = []
+        sql_lines: list[str] = []
         for line in body.splitlines():
             if not sql_lines and line.startswith("--"):
                 description_lines.append(line[2:].strip())
@@ -52,7 +53,7 @@ def parse_queries(text: str) -> dict[str, Query]:
         if not sql:
             raise ValueError(f"query {name!r} has no SQL")
         # The text comes from files shipped inside the package, never from input.
-        found[name] = Query(name, " ".join(description_lines), cast(LiteralString, sql))
+        found[name] = Query(name, " ".join(description_lines), sql)
     return found
 
 

@@ -71,11 +71,11 @@ def render_schema(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     for table, grantee, privilege in fetch["schema_table_grants"]:
         per_table[str(table)].append(f"GRANT {privilege} ON charter.{table} TO {grantee};")
     column_grants: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for table, grantee, privilege, column in fetch["schema_column_grants"]:
-        column_grants[(str(table), str(grantee), str(privilege))].append(str(column))
-    for (table, grantee, privilege), names in column_grants.items():
-        per_table[table].append(
-            f"GRANT {privilege} ({', '.join(names)}) ON charter.{table} TO {grantee};"
+    for table, grantee, privilege, column_name in fetch["schema_column_grants"]:
+        column_grants[(str(table), str(grantee), str(privilege))].append(str(column_name))
+    for (grant_table, grant_to, grant_privilege), names in column_grants.items():
+        per_table[grant_table].append(
+            f"GRANT {grant_privilege} ({', '.join(names)}) ON charter.{grant_table} TO {grant_to};"
         )
 
     for table in sorted(columns):
@@ -84,7 +84,9 @@ def render_schema(conn: psycopg.Connection[tuple[object, ...]]) -> str:
 
     function_grants: dict[str, list[str]] = defaultdict(list)
     for signature, grantee, privilege in fetch["schema_function_grants"]:
-        function_grants[str(signature)].append(f"GRANT {privilege} ON FUNCTION {signature} TO {grantee};")
+        function_grants[str(signature)].append(
+            f"GRANT {privilege} ON FUNCTION {signature} TO {grantee};"
+        )
     for signature, definition in fetch["schema_functions"]:
         out.append(f"\n{str(definition).strip()};")
         out.extend(function_grants.get(str(signature), []))
