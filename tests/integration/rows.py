@@ -99,10 +99,12 @@ def insert_event(
     conn.execute(
         """
         INSERT INTO events (process_id, seq, hash, prev_hash, kind, envelope, signature,
-                            actor, action, workflow_path, workflow_version)
-        VALUES (%s, %s, %s, %s, 'action', %s::json, %s, %s, 'touch', %s, %s)
+                            actor, actor_id, actor_roles, action, workflow_path, workflow_version)
+        VALUES (%s, %s, %s, %s, 'action', %s::json, %s, %s,
+                (SELECT actor_id FROM actor_keys WHERE public_key = %s), '{user}',
+                'touch', %s, %s)
         """,
-        (process_id, seq, digest, prev, text, random_hex(64), actor, WORKFLOW, version),
+        (process_id, seq, digest, prev, text, random_hex(64), actor, actor, WORKFLOW, version),
     )
     if advance_head:
         conn.execute(

@@ -20,6 +20,7 @@ TABLES = [
     "scheduled_actions",
     "automation_queue",
     "schema_migrations",
+    "api_tokens",
 ]
 ROLES = ["charter_engine", "charter_worker", "charter_reader"]
 
@@ -48,9 +49,15 @@ def _write(conn: Conn, table: str, operation: str) -> sql.Composed:
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("table", TABLES)
-def test_every_role_can_read_every_table(conn: Conn, role: str, table: str) -> None:
+@pytest.mark.parametrize("table", [t for t in TABLES if t != "api_tokens"])
+def test_every_role_can_read_every_audit_table(conn: Conn, role: str, table: str) -> None:
     allowed(conn, sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)), role=role)
+
+
+@pytest.mark.parametrize("role", ["charter_worker", "charter_reader"])
+def test_only_the_api_reads_token_hashes(conn: Conn, role: str) -> None:
+    refused(conn, PermissionDenied, "SELECT token_hash FROM api_tokens", role=role)
+    allowed(conn, "SELECT token_hash FROM api_tokens", role="charter_engine")
 
 
 @pytest.mark.parametrize("role", ["charter_worker", "charter_reader"])

@@ -147,8 +147,8 @@ def test_the_hash_must_be_the_hash_of_the_envelope(
         IntegrityViolation,
         """
         INSERT INTO events (process_id, seq, hash, prev_hash, kind, envelope, signature,
-                            actor, action, workflow_path, workflow_version)
-        VALUES (%s, 4, %s, %s, 'action', %s::json, %s, %s, 'touch', %s, %s)
+                            actor, actor_id, actor_roles, action, workflow_path, workflow_version)
+        VALUES (%s, 4, %s, %s, 'action', %s::json, %s, %s, 'x', '{}', 'touch', %s, %s)
         """,
         (
             process_id,
@@ -305,7 +305,7 @@ def test_a_claimed_row_carries_its_lease(
         """,
         (process_id, rows.WORKFLOW, hashes[0], actor),
     )
-    assert error.context["constraint"] == "automation_queue_lease_matches_status"
+    assert error.context["constraint"] == "automation_queue_claim_has_lease"
 
 
 def _insert(
@@ -316,8 +316,8 @@ def _insert(
     return (
         """
         INSERT INTO events (process_id, seq, hash, prev_hash, kind, envelope, signature,
-                            actor, action, workflow_path, workflow_version)
-        VALUES (%s, %s, %s, %s, 'action', %s::json, %s, %s, 'touch', %s, %s)
+                            actor, actor_id, actor_roles, action, workflow_path, workflow_version)
+        VALUES (%s, %s, %s, %s, 'action', %s::json, %s, %s, 'x', '{}', 'touch', %s, %s)
         """,
         (process_id, seq, digest, prev, text, rows.random_hex(64), actor, rows.WORKFLOW, version),
     )

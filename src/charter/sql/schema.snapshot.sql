@@ -40,6 +40,25 @@ GRANT SELECT ON charter.actors TO charter_reader;
 GRANT SELECT ON charter.actors TO charter_worker;
 GRANT UPDATE (roles, disabled_at, updated_at) ON charter.actors TO charter_engine;
 
+CREATE TABLE charter.api_tokens (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    name text DEFAULT ''::text NOT NULL,
+    principal text NOT NULL,
+    token_hash text NOT NULL,
+    scopes text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone
+);
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_name_check CHECK ((length(name) <= 200));
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_principal_check CHECK ((principal ~ '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$'::text));
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_scopes_check CHECK (((cardinality(scopes) >= 1) AND (scopes <@ ARRAY['automations:read'::text, 'automations:write'::text, 'runs:read'::text, 'runs:execute'::text, 'processes:read'::text, 'workflows:write'::text, 'actors:write'::text, '*'::text])));
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_token_hash_check CHECK ((token_hash ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
+GRANT INSERT ON charter.api_tokens TO charter_engine;
+GRANT SELECT ON charter.api_tokens TO charter_engine;
+GRANT UPDATE (revoked_at) ON charter.api_tokens TO charter_engine;
+
 CREATE TABLE charter.automation_queue (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     process_id text NOT NULL,
@@ -66,9 +85,9 @@ CREATE TABLE charter.automation_queue (
 );
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_action_data_check CHECK ((jsonb_typeof(action_data) = 'object'::text));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_attempts_check CHECK ((attempts >= 0));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_claim_has_lease CHECK (((status <> 'claimed'::text) OR ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_fired_event_hash_fkey FOREIGN KEY (fired_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_last_attempt_result_check CHECK ((last_attempt_result = ANY (ARRAY['accepted'::text, 'skipped'::text, 'failed'::text, 'transient_error'::text])));
-ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_lease_matches_status CHECK (((status = 'claimed'::text) = ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_pkey PRIMARY KEY (id);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_action_name_queued_by_event_has_key UNIQUE (process_id, action_name, queued_by_event_hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
@@ -93,6 +112,8 @@ CREATE TABLE charter.events (
     envelope json NOT NULL,
     signature text,
     actor text NOT NULL,
+    actor_id text NOT NULL,
+    actor_roles text[] NOT NULL,
     action text NOT NULL,
     workflow_path text NOT NULL,
     workflow_version text NOT NULL,
@@ -192,11 +213,11 @@ ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_action_da
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_attempts_check CHECK ((attempts >= 0));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_cancelled_by_event_hash_fkey FOREIGN KEY (cancelled_by_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL)));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_claim_has_lease CHECK (((status <> 'claimed'::text) OR ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_created_event_hash_fkey FOREIGN KEY (created_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_fire_count_check CHECK ((fire_count >= 0));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_last_attempt_result_check CHECK ((last_attempt_result = ANY (ARRAY['accepted'::text, 'skipped'::text, 'failed'::text, 'transient_error'::text])));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_last_fired_event_hash_fkey FOREIGN KEY (last_fired_event_hash) REFERENCES events(hash);
-ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_lease_matches_status CHECK (((status = 'claimed'::text) = ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_max_count_check CHECK ((max_count >= 1));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_pkey PRIMARY KEY (id);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);

@@ -30,6 +30,10 @@ CREATE TABLE charter.events (
     envelope json NOT NULL,
     signature text CHECK (signature ~ '^[0-9a-f]{128}$'),
     actor text NOT NULL REFERENCES charter.actor_keys (public_key),
+    -- Who the key belonged to and the roles it held when the engine decided: the
+    -- context a replay needs to re-check the rules in force at decision time.
+    actor_id text NOT NULL,
+    actor_roles text[] NOT NULL,
     action text NOT NULL,
     workflow_path text NOT NULL,
     workflow_version text NOT NULL REFERENCES charter.workflow_definitions (version),

@@ -37,9 +37,10 @@ CREATE TABLE charter.scheduled_actions (
     claimed_at timestamptz,
     lease_expires_at timestamptz,
     lease_token uuid,
-    CONSTRAINT scheduled_actions_lease_matches_status CHECK (
-        (status = 'claimed')
-        = (claimed_by IS NOT NULL AND lease_expires_at IS NOT NULL AND lease_token IS NOT NULL)
+    -- A claimed row holds a lease; a row cancelled while claimed keeps who held it.
+    CONSTRAINT scheduled_actions_claim_has_lease CHECK (
+        status <> 'claimed'
+        OR (claimed_by IS NOT NULL AND lease_expires_at IS NOT NULL AND lease_token IS NOT NULL)
     ),
     CHECK ((status = 'cancelled') = (cancelled_at IS NOT NULL))
 );
@@ -77,9 +78,10 @@ CREATE TABLE charter.automation_queue (
     claimed_by text,
     lease_expires_at timestamptz,
     lease_token uuid,
-    CONSTRAINT automation_queue_lease_matches_status CHECK (
-        (status = 'claimed')
-        = (claimed_by IS NOT NULL AND lease_expires_at IS NOT NULL AND lease_token IS NOT NULL)
+    -- A claimed row holds a lease; a row cancelled while claimed keeps who held it.
+    CONSTRAINT automation_queue_claim_has_lease CHECK (
+        status <> 'claimed'
+        OR (claimed_by IS NOT NULL AND lease_expires_at IS NOT NULL AND lease_token IS NOT NULL)
     ),
     -- Deduplicated on (process, action, causing event), as the seed says.
     UNIQUE (process_id, action_name, queued_by_event_hash)
