@@ -237,3 +237,19 @@ class MigrationError(CharterError):
     """A migration failed."""
 
     code = "migration"
+
+
+# --- Key errors ------------------------------------------------------------------------
+
+
+class InvalidPublicKey(CharterError):
+    """Not a valid Ed25519 public key (64 lowercase hex, canonical, not small-order)."""
+
+    code = "invalid_public_key"
+    http_status = 422
+
+
+class InvalidSecretKey(CharterError):
+    """Not a valid Ed25519 secret key (a 32-byte seed as 64 lowercase hex)."""
+
+    code = "invalid_secret_key"

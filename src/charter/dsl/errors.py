@@ -33,3 +33,17 @@ class DurationError(DslError):
     """Not a duration: expected <number><unit> with a unit of s m h d w y."""
 
     code = "invalid_duration"
+
+
+class TemplateError(DslError):
+    """The value holds templates that are not valid."""
+
+    code = "invalid_template"
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        lines = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in problems)
+        super().__init__(
+            f"invalid template: {lines}",
+            problems=[{"pointer": pointer, "message": message} for pointer, message in problems],
+        )
+        self.problems = problems

@@ -1,0 +1,132 @@
+"""Shared helpers for the benchmarks: the machine, timing, percentiles, memory, a table."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+
+def machine_summary() -> str:
+    """One line: CPU model, cores, Python version and platform."""
+    return (
+        f"{_cpu_model()} · {os.cpu_count() or '?'} cores · "
+        f"Python {platform.python_version()} ({platform.python_implementation()}) · "
+        f"{platform.platform()}"
+    )
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def percentiles(
+    samples: Sequence[float], points: Iterable[float] = (50, 95, 99)
+) -> dict[float, float]:
+    """Percentiles by linear interpolation between the closest ranks."""
+    if not samples:
+        raise ValueError("no samples")
+    ordered = sorted(samples)
+    result: dict[float, float] = {}
+    for point in points:
+        rank = (len(ordered) - 1) * point / 100
+        low = int(rank)
+        high = min(low + 1, len(ordered) - 1)
+        result[point] = ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return result
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Throughput and per-operation latency of one measured operation."""
+
+    operations: int
+    seconds: float
+    latencies_us: list[float]
+
+    @property
+    def per_second(self) -> float:
+        return self.operations / self.seconds
+
+    def latency(self, point: float) -> float:
+        return percentiles(self.latencies_us, (point,))[point]
+
+
+def measure(operation: Callable[[], object], *, seconds: float = 1.0) -> Timing:
+    """Call `operation` repeatedly for about `seconds`, timing each call."""
+    for _ in range(min(100, max(1, int(seconds * 100)))):  # warm caches first
+        operation()
+    latencies: list[float] = []
+    clock = time.perf_counter_ns
+    started = clock()
+    deadline = started + int(seconds * 1e9)
+    now = started
+    while now < deadline:
+        before = clock()
+        operation()
+        now = clock()
+        latencies.append((now - before) / 1000)
+    return Timing(len(latencies), (now - started) / 1e9, latencies)
+
+
+def measure_interleaved(
+    operations: Sequence[Callable[[], object]], *, seconds: float = 1.0
+) -> list[Timing]:
+    """Time several operations call by call in turn, for a fair side-by-side comparison:
+    load and frequency drift on a shared machine hit each of them alike.
+    """
+    for _ in range(100):
+        for operation in operations:
+            operation()
+    latencies: list[list[float]] = [[] for _ in operations]
+    clock = time.perf_counter_ns
+    deadline = clock() + int(seconds * 1e9)
+    while clock() < deadline:
+        for operation, samples in zip(operations, latencies, strict=True):
+            before = clock()
+            operation()
+            samples.append((clock() - before) / 1000)
+    return [Timing(len(samples), sum(samples) / 1e6, samples) for samples in latencies]
+
+
+def print_results(title: str, rows: Sequence[Mapping[str, object]]) -> None:
+    """Print the machine summary and `rows` as one table (columns from the first row)."""
+    console = Console()
+    console.print(f"[bold]{title}[/bold]")
+    console.print(machine_summary())
+    table = Table()
+    columns = list(rows[0]) if rows else []
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*(_cell(row.get(column, "")) for column in columns))
+    console.print(table)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)

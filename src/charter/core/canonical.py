@@ -1,0 +1,30 @@
+"""RFC 8785 (JCS) canonical bytes and the SHA-256 hashes taken over them."""
+
+from __future__ import annotations
+
+import hashlib
+
+import rfc8785
+
+from charter.core.errors import Malformed
+from charter.core.jsontypes import JsonValue
+
+
+def canonical_bytes(value: JsonValue) -> bytes:
+    """The JCS canonical UTF-8 bytes of `value`; a value JCS cannot encode is `Malformed`."""
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError as exc:
+        raise Malformed(f"cannot canonicalize: {exc}") from None
+    except RecursionError:
+        raise Malformed("cannot canonicalize: nesting too deep") from None
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256 of `data`."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_hash(value: JsonValue) -> str:
+    """Lowercase hex SHA-256 of the canonical bytes of `value` (an event or definition hash)."""
+    return sha256_hex(canonical_bytes(value))
