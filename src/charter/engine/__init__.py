@@ -1,1 +1,1 @@
-
+"""The governed engine: one chokepoint (`process_event`) and what it stands on."""

@@ -1,0 +1,138 @@
+"""Actors: an id, roles and one active public key (DESIGN §3, §10).
+
+Keys are checked at registration (canonical, on the curve, not small-order), only the
+actor `automation` may hold AUTOMATION, and a rotated key is retired, never deleted,
+so the history it signed stays verifiable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+import psycopg
+
+from charter.core.ed25519 import check_public_key
+from charter.core.errors import Duplicate, Forbidden, Malformed, NotFound
+from charter.core.jsontypes import JsonObject
+from charter.db.errors import translated
+from charter.db.queries import query
+from charter.engine.records import AUTOMATION_ACTOR_ID, AUTOMATION_ROLE
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+_ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+@dataclass(frozen=True)
+class ActorRecord:
+    id: str
+    roles: tuple[str, ...]
+    public_key: str | None
+    disabled_at: datetime | None
+    created_at: datetime
+    key_count: int
+
+    def to_json(self) -> JsonObject:
+        return {
+            "id": self.id,
+            "roles": list(self.roles),
+            "public_key": self.public_key,
+            "disabled": self.disabled_at is not None,
+            "created_at": self.created_at.isoformat(),
+            "keys": self.key_count,
+        }
+
+
+def check_roles(actor_id: str, roles: Sequence[str]) -> list[str]:
+    if not isinstance(roles, list | tuple) or not all(isinstance(r, str) for r in roles):
+        raise Malformed("roles must be a list of strings")
+    for role in roles:
+        if not _ROLE.fullmatch(role):
+            raise Malformed(f"role {role!r} must match {_ROLE.pattern}")
+    if AUTOMATION_ROLE in roles and actor_id != AUTOMATION_ACTOR_ID:
+        raise Forbidden(f"only the actor {AUTOMATION_ACTOR_ID!r} may hold {AUTOMATION_ROLE}")
+    return sorted(set(roles))
+
+
+def add_actor(conn: Conn, actor_id: str, public_key: str, roles: Sequence[str]) -> ActorRecord:
+    """Register an actor with its first key."""
+    if not isinstance(actor_id, str) or not _ID.fullmatch(actor_id):
+        raise Malformed(f"actor id must match {_ID.pattern}")
+    check_public_key(public_key)
+    clean_roles = check_roles(actor_id, roles)
+    with translated(), conn.transaction():
+        if (
+            conn.execute(query("insert_actor"), {"id": actor_id, "roles": clean_roles}).fetchone()
+            is None
+        ):
+            raise Duplicate(f"actor {actor_id!r} already exists")
+        _insert_key(conn, actor_id, public_key)
+    return get_actor(conn, actor_id)
+
+
+def rotate_key(conn: Conn, actor_id: str, public_key: str) -> ActorRecord:
+    """Retire the actor's active key and make `public_key` its key from now on."""
+    check_public_key(public_key)
+    with translated(), conn.transaction():
+        get_actor(conn, actor_id)
+        conn.execute(query("retire_active_key"), {"actor_id": actor_id})
+        _insert_key(conn, actor_id, public_key)
+    return get_actor(conn, actor_id)
+
+
+def set_disabled(conn: Conn, actor_id: str, disabled: bool) -> ActorRecord:
+    with translated(), conn.transaction():
+        row = conn.execute(
+            query("set_actor_disabled"), {"id": actor_id, "disabled": disabled}
+        ).fetchone()
+    if row is None:
+        raise NotFound(f"no actor {actor_id!r}")
+    return get_actor(conn, actor_id)
+
+
+def set_roles(conn: Conn, actor_id: str, roles: Sequence[str]) -> ActorRecord:
+    clean_roles = check_roles(actor_id, roles)
+    with translated(), conn.transaction():
+        row = conn.execute(
+            query("set_actor_roles"), {"id": actor_id, "roles": clean_roles}
+        ).fetchone()
+    if row is None:
+        raise NotFound(f"no actor {actor_id!r}")
+    return get_actor(conn, actor_id)
+
+
+def get_actor(conn: Conn, actor_id: str) -> ActorRecord:
+    with translated():
+        row = conn.execute(query("get_actor"), {"id": actor_id}).fetchone()
+    if row is None:
+        raise NotFound(f"no actor {actor_id!r}")
+    return _record(row)
+
+
+def list_actors(conn: Conn) -> list[ActorRecord]:
+    with translated():
+        rows = conn.execute(query("list_actors")).fetchall()
+    return [_record(r) for r in rows]
+
+
+def _insert_key(conn: Conn, actor_id: str, public_key: str) -> None:
+    inserted = conn.execute(
+        query("insert_actor_key"), {"public_key": public_key, "actor_id": actor_id}
+    ).fetchone()
+    if inserted is None:
+        raise Duplicate(f"the key {public_key} is already registered")
+
+
+def _record(row: tuple[Any, ...]) -> ActorRecord:
+    return ActorRecord(
+        id=row[0],
+        roles=tuple(row[1]),
+        disabled_at=row[2],
+        created_at=cast(datetime, row[3]),
+        public_key=row[4],
+        key_count=int(row[5]),
+    )

@@ -1,0 +1,410 @@
+"""`process_event`: the one chokepoint through which every change passes (DESIGN §5).
+
+One transaction per event: the signature is verified before any lock, the process row
+is locked, `prev` checked, the rules decided purely (`rules.decide`), then the event,
+the new head, spawns, schedules, cancellations and automatic-action queue rows are
+written together with a system_log row and NOTIFY hints (delivered at commit). A
+rejection changes nothing and is logged with its code in a transaction of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from charter.core.clock import Clock, SystemClock
+from charter.core.envelope import Envelope, Submission, genesis_envelope, verify_submission
+from charter.core.errors import (
+    CharterError,
+    ClockSkew,
+    Duplicate,
+    InvalidWorkflow,
+    StalePrev,
+    UnknownActor,
+    UnknownProcess,
+    WorkflowMismatch,
+)
+from charter.core.jsontypes import JsonObject
+from charter.core.timefmt import format_rfc3339
+from charter.db.database import Database, Role
+from charter.dsl.durations import format_duration
+from charter.engine import metrics
+from charter.engine.records import ActorContext, ProcessView, StoredEvent
+from charter.engine.registry import Registry
+from charter.engine.rules import Decision, decide
+from charter.engine.store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_SPAWN_DEPTH = 8  # a child's create action may spawn too, but not without end
+SCHEDULES_CHANNEL = "scheduled_actions_changed"
+QUEUE_CHANNEL = "automation_queue_changed"
+
+# Codes a submitter can cause; anything else is an engine or database failure.
+SUBMISSION_CODES = frozenset(
+    {
+        "malformed",
+        "bad_signature",
+        "unknown_actor",
+        "forbidden_role",
+        "reserved_field",
+        "unknown_process",
+        "unknown_workflow",
+        "unknown_action",
+        "stale_prev",
+        "duplicate",
+        "too_large",
+        "wrong_state",
+        "condition_failed",
+        "invalid_input",
+        "workflow_mismatch",
+        "clock_skew",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The `POST /v1/events` answer: the event's hash and seq and the new process."""
+
+    hash: str
+    seq: int
+    process: ProcessView
+
+    def to_json(self) -> JsonObject:
+        return {"hash": self.hash, "seq": self.seq, "process": self.process.to_json()}
+
+
+class Engine:
+    """process_event and the engine's reads, bound to one database."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        clock: Clock | None = None,
+        max_skew_seconds: float = 300.0,
+        registry: Registry | None = None,
+    ) -> None:
+        self.database = database
+        self.clock = clock or SystemClock()
+        self.max_skew = timedelta(seconds=max_skew_seconds)
+        self.registry = registry or Registry()
+
+    def process_event(self, submission: Submission) -> Accepted:
+        """Apply one signed event, or raise the CharterError that says why not."""
+        started = time.perf_counter()
+        envelope = submission.envelope
+        try:
+            self._check_clock(envelope)
+            verify_submission(submission)  # before any lock: a forgery costs no contention
+            with self.database.connection(Role.ENGINE) as conn, conn.transaction():
+                accepted = self._apply(Store(conn, now=self.clock.now_or_none()), submission)
+        except CharterError as exc:
+            self.record_rejection(exc, envelope)
+            raise
+        finally:
+            metrics.EVENT_SECONDS.observe(time.perf_counter() - started)
+        metrics.EVENTS_ACCEPTED.inc()
+        return accepted
+
+    def record_rejection(self, exc: CharterError, envelope: Envelope | None = None) -> None:
+        """Write a rejected submission to system_log (its own transaction)."""
+        if exc.code not in SUBMISSION_CODES:
+            return
+        metrics.EVENTS_REJECTED.labels(code=exc.code).inc()
+        try:
+            with self.database.connection(Role.ENGINE) as conn, conn.transaction():
+                Store(conn, now=self.clock.now_or_none()).log(
+                    "event.rejected",
+                    level="warning",
+                    code=exc.code,
+                    process_id=envelope.process if envelope else None,
+                    actor=envelope.actor if envelope else None,
+                    action=envelope.action if envelope else None,
+                    event_hash=envelope.hash() if envelope else None,
+                    message=exc.message[:1000],
+                )
+        except CharterError:
+            # The rejection stands even if the log cannot be written (database down).
+            log.warning("could not record rejection %s", exc.code, exc_info=True)
+
+    # --- the transaction -------------------------------------------------------------
+
+    def _check_clock(self, envelope: Envelope) -> None:
+        skew = abs(envelope.at_datetime() - self.clock.now())
+        if skew > self.max_skew:
+            raise ClockSkew(
+                f"`at` is {skew.total_seconds():.0f} s from the server clock; "
+                f"at most {self.max_skew.total_seconds():.0f} s is allowed"
+            )
+
+    def _apply(self, store: Store, submission: Submission) -> Accepted:
+        envelope = submission.envelope
+        actor = self._actor(store, envelope.actor)
+        event_hash = envelope.hash()
+        if envelope.prev is None:
+            process = None
+            if store.get_process(envelope.process) is not None:
+                raise Duplicate(f"process {envelope.process!r} already exists")
+            version, workflow = self.registry.current(store, envelope.workflow)
+        else:
+            process = store.lock_process(envelope.process)
+            if process is None:
+                raise UnknownProcess(f"no process {envelope.process!r}")
+            if process.workflow != envelope.workflow:
+                raise WorkflowMismatch(
+                    f"process {process.id!r} runs {process.workflow!r}, not {envelope.workflow!r}"
+                )
+            if process.head != envelope.prev:
+                if store.event_by_hash(event_hash) is not None:
+                    raise Duplicate(f"event {event_hash} is already recorded")
+                raise StalePrev(head=process.head, seq=process.seq)
+            version, workflow = self.registry.current(store, process.workflow)
+        decision = decide(process, workflow, envelope, actor, event_hash=event_hash)
+        if process is None and not store.insert_process(
+            process_id=envelope.process, workflow_path=envelope.workflow, state=decision.state
+        ):
+            raise Duplicate(f"process {envelope.process!r} already exists")
+        seq = (process.seq if process is not None else 0) + 1
+        store.insert_event(
+            process_id=envelope.process,
+            seq=seq,
+            event_hash=event_hash,
+            prev_hash=envelope.prev,
+            kind="action",
+            envelope_text=envelope.message().decode("utf-8"),
+            signature=submission.signature,
+            actor=envelope.actor,
+            actor_id=actor.id,
+            actor_roles=actor.roles,
+            action=envelope.action,
+            workflow_path=envelope.workflow,
+            workflow_version=version,
+        )
+        after = store.advance_process(
+            process_id=envelope.process,
+            state=decision.state,
+            data=decision.data,
+            head_hash=event_hash,
+            seq=seq,
+        )
+        self._persist_effects(store, envelope, event_hash, actor, decision, depth=0)
+        store.log(
+            "event.accepted",
+            process_id=envelope.process,
+            actor=envelope.actor,
+            action=envelope.action,
+            event_hash=event_hash,
+            detail={"seq": seq, "state": decision.state, "workflow_version": version},
+        )
+        return Accepted(event_hash, seq, after)
+
+    def _actor(self, store: Store, public_key: str) -> ActorContext:
+        found = store.actor_for_key(public_key)
+        if found is None:
+            raise UnknownActor(f"no actor has the key {public_key}")
+        actor_id, roles, retired_at, disabled_at = found
+        if retired_at is not None:
+            raise UnknownActor(f"the key {public_key} of {actor_id!r} was retired")
+        if disabled_at is not None:
+            raise UnknownActor(f"actor {actor_id!r} is disabled")
+        return ActorContext(actor_id, public_key, roles)
+
+    # --- effects ---------------------------------------------------------------------
+
+    def _persist_effects(
+        self,
+        store: Store,
+        envelope: Envelope,
+        event_hash: str,
+        actor: ActorContext,
+        decision: Decision,
+        *,
+        depth: int,
+    ) -> None:
+        process_id, path = envelope.process, envelope.workflow
+        provenance = {"event_hash": event_hash, "action": envelope.action, "actor": envelope.actor}
+        if decision.cancels:
+            for row in store.cancel_schedules(
+                process_id=process_id,
+                schedule_ids=decision.cancels,
+                event_hash=event_hash,
+                reason=f"cancelled by {envelope.action}",
+            ):
+                self._notify_schedule(store, row[0], process_id, path, row[2], row[3], "cancelled")
+        for schedule in decision.schedules:
+            for row in store.cancel_schedules(
+                process_id=process_id,
+                schedule_ids=[schedule.id],
+                event_hash=event_hash,
+                reason="replaced",
+            ):
+                self._notify_schedule(store, row[0], process_id, path, row[2], row[3], "cancelled")
+            work_id = store.insert_schedule(
+                schedule_id=schedule.id,
+                process_id=process_id,
+                workflow_path=path,
+                action_name=schedule.action,
+                action_data=schedule.data,
+                run_at=schedule.run_at,
+                interval=format_duration(schedule.every) if schedule.every else None,
+                until=schedule.until,
+                max_count=schedule.count,
+                **provenance,
+            )
+            self._notify_schedule(
+                store, work_id, process_id, path, schedule.action, schedule.run_at, "scheduled"
+            )
+        for work in decision.auto:
+            queued = store.insert_auto_work(
+                process_id=process_id,
+                workflow_path=path,
+                action_name=work.action,
+                action_data=work.data,
+                available_state=work.available_state,
+                **provenance,
+            )
+            if queued is not None:
+                store.notify(
+                    QUEUE_CHANNEL,
+                    {
+                        "id": queued,
+                        "process_id": process_id,
+                        "workflow_path": path,
+                        "action_name": work.action,
+                        "kind": "auto_action",
+                    },
+                )
+        for spawn in decision.spawns:
+            self._spawn(
+                store,
+                envelope,
+                event_hash,
+                actor,
+                spawn.workflow,
+                spawn.process,
+                spawn.action,
+                spawn.data,
+                depth=depth + 1,
+            )
+
+    def _spawn(
+        self,
+        store: Store,
+        parent: Envelope,
+        parent_hash: str,
+        actor: ActorContext,
+        workflow_path: str,
+        process_id: str,
+        action: str,
+        data: JsonObject,
+        *,
+        depth: int,
+    ) -> None:
+        if depth > MAX_SPAWN_DEPTH:
+            raise InvalidWorkflow(f"spawning goes deeper than {MAX_SPAWN_DEPTH} levels")
+        version, workflow = self.registry.current(store, workflow_path)
+        genesis = genesis_envelope(
+            parent, process=process_id, workflow=workflow_path, action=action, input=data
+        )
+        genesis_hash = genesis.hash()
+        decision = decide(None, workflow, genesis, actor, event_hash=genesis_hash, genesis=True)
+        if not store.insert_process(
+            process_id=process_id,
+            workflow_path=workflow_path,
+            state=decision.state,
+            parent_id=parent.process,
+            parent_event_hash=parent_hash,
+        ):
+            raise Duplicate(f"cannot spawn {process_id!r}: the process already exists")
+        store.insert_event(
+            process_id=process_id,
+            seq=1,
+            event_hash=genesis_hash,
+            prev_hash=None,
+            kind="spawn",
+            envelope_text=genesis.message().decode("utf-8"),
+            signature=None,
+            actor=genesis.actor,
+            actor_id=actor.id,
+            actor_roles=actor.roles,
+            action=action,
+            workflow_path=workflow_path,
+            workflow_version=version,
+            cause_hash=parent_hash,
+        )
+        store.advance_process(
+            process_id=process_id,
+            state=decision.state,
+            data=decision.data,
+            head_hash=genesis_hash,
+            seq=1,
+        )
+        self._persist_effects(store, genesis, genesis_hash, actor, decision, depth=depth)
+        store.log(
+            "process.spawned",
+            process_id=process_id,
+            actor=genesis.actor,
+            action=action,
+            event_hash=genesis_hash,
+            detail={"parent": parent.process, "cause": parent_hash, "workflow_version": version},
+        )
+
+    @staticmethod
+    def _notify_schedule(
+        store: Store,
+        work_id: str,
+        process_id: str,
+        path: str,
+        action: str,
+        run_at: datetime,
+        op: str,
+    ) -> None:
+        store.notify(
+            SCHEDULES_CHANNEL,
+            {
+                "id": work_id,
+                "process_id": process_id,
+                "workflow_path": path,
+                "action_name": action,
+                "run_at": format_rfc3339(run_at),
+                "kind": "scheduled_action",
+                "op": op,
+            },
+        )
+
+
+class Reads:
+    """The engine's read side: processes, events and work rows, as the reader role."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def process(self, process_id: str) -> ProcessView:
+        with self.database.connection(Role.READER) as conn:
+            found = Store(conn).get_process(process_id)
+        if found is None:
+            raise UnknownProcess(f"no process {process_id!r}")
+        return found
+
+    def children(self, process_id: str) -> list[ProcessView]:
+        with self.database.connection(Role.READER) as conn:
+            return Store(conn).child_processes(process_id)
+
+    def events(self, process_id: str) -> list[StoredEvent]:
+        with self.database.connection(Role.READER) as conn, conn.transaction():
+            store = Store(conn)
+            if store.get_process(process_id) is None:
+                raise UnknownProcess(f"no process {process_id!r}")
+            return store.process_events(process_id)
+
+    def automation(self, process_id: str) -> tuple[list[JsonObject], list[JsonObject]]:
+        """(scheduled actions, queue rows) of a process."""
+        with self.database.connection(Role.READER) as conn, conn.transaction():
+            store = Store(conn)
+            if store.get_process(process_id) is None:
+                raise UnknownProcess(f"no process {process_id!r}")
+            return store.process_work(process_id)

@@ -1,0 +1,97 @@
+"""What the engine reads and returns: frozen views of processes, events and actors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339
+
+AUTOMATION_ACTOR_ID = "automation"
+AUTOMATION_ROLE = "AUTOMATION"
+
+
+@dataclass(frozen=True)
+class ActorContext:
+    """The signing key's actor as the engine saw it when deciding."""
+
+    id: str
+    public_key: str
+    roles: tuple[str, ...]
+
+    @property
+    def is_automation(self) -> bool:
+        return self.id == AUTOMATION_ACTOR_ID
+
+    def to_scope(self) -> dict[str, JsonValue]:
+        return {"id": self.id, "public_key": self.public_key, "roles": list(self.roles)}
+
+
+@dataclass(frozen=True)
+class ProcessView:
+    """A process row: its state, data and head."""
+
+    id: str
+    workflow: str
+    state: str
+    data: JsonObject
+    head: str | None
+    seq: int
+    parent: str | None = None
+    parent_event: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def document(self) -> JsonObject:
+        """The process document conditions read: the data plus `state`."""
+        return {**self.data, "state": self.state}
+
+    def to_json(self) -> JsonObject:
+        """The `<process>` shape of DESIGN §8."""
+        return {
+            "id": self.id,
+            "workflow": self.workflow,
+            "state": self.state,
+            "data": self.data,
+            "head": self.head,
+            "seq": self.seq,
+            "parent": self.parent,
+            "created_at": _time(self.created_at),
+            "updated_at": _time(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """An event as stored, exported and verified (DESIGN §3)."""
+
+    process_id: str
+    seq: int
+    hash: str
+    envelope_text: str  # the exact canonical bytes that were hashed and signed
+    envelope: JsonObject
+    signature: str | None
+    kind: str  # "action" | "spawn"
+    workflow_version: str
+    received_at: datetime | None
+    actor_id: str
+    actor_roles: tuple[str, ...]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "seq": self.seq,
+            "hash": self.hash,
+            "envelope": self.envelope,
+            "signature": self.signature,
+            "kind": self.kind,
+            "workflow_version": self.workflow_version,
+            "received_at": _time(self.received_at),
+            "actor_id": self.actor_id,
+            "actor_roles": list(self.actor_roles),
+        }
+
+
+def _time(moment: datetime | None) -> str | None:
+    return format_rfc3339(moment) if moment is not None else None

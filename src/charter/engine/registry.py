@@ -1,0 +1,144 @@
+"""The workflow registry: append-only deployments of content-addressed definitions.
+
+A definition is stored once under the SHA-256 of its canonical text; deploying a path
+appends a revision. Parsed workflows are cached by version: a version never changes.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from threading import Lock
+from typing import cast
+
+import psycopg
+
+from charter.core.errors import Duplicate, Malformed, UnknownWorkflow
+from charter.core.ijson import check_value, loads
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.db.errors import translated
+from charter.db.queries import query
+from charter.dsl.canonical import canonical_definition, version_hash
+from charter.dsl.model import WORKFLOW_PATH_PATTERN, Workflow
+from charter.dsl.validate import load_workflow
+from charter.engine.store import Store
+
+MAX_PATH_LENGTH = 1024  # as the workflow_deployments CHECK says
+
+
+@dataclass(frozen=True)
+class Deployment:
+    path: str
+    revision: int
+    version: str
+    deployed_at: datetime
+    deployed_by: str | None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "path": self.path,
+            "revision": self.revision,
+            "version": self.version,
+            "deployed_at": self.deployed_at.isoformat(),
+            "deployed_by": self.deployed_by,
+        }
+
+
+class Registry:
+    """Deploys definitions and hands out parsed workflows by version."""
+
+    def __init__(self, cache_size: int = 256) -> None:
+        self._cache: OrderedDict[str, Workflow] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = Lock()
+
+    def workflow(self, store: Store, version: str) -> Workflow:
+        """The parsed workflow of a stored version."""
+        with self._lock:
+            cached = self._cache.get(version)
+            if cached is not None:
+                self._cache.move_to_end(version)
+                return cached
+        text = store.workflow_definition_text(version)
+        if text is None:
+            raise UnknownWorkflow(f"no workflow version {version}")
+        workflow = load_workflow(loads(text))
+        with self._lock:
+            self._cache[version] = workflow
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return workflow
+
+    def current(self, store: Store, path: str) -> tuple[str, Workflow]:
+        """(version, workflow) deployed last at `path`, or UnknownWorkflow."""
+        version = store.current_workflow_version(path)
+        if version is None:
+            raise UnknownWorkflow(f"no workflow is deployed at {path!r}")
+        return version, self.workflow(store, version)
+
+    def deploy(
+        self,
+        conn: psycopg.Connection[tuple[object, ...]],
+        path: str,
+        definition: JsonValue,
+        *,
+        deployed_by: str | None = None,
+    ) -> Deployment:
+        """Validate and deploy `definition` at `path` (InvalidWorkflow lists every problem)."""
+        _check_path(path)
+        check_value(definition)
+        workflow = load_workflow(definition)  # raises InvalidWorkflow with every problem
+        text = canonical_definition(definition).decode("utf-8")
+        version = version_hash(definition)
+        with translated(), conn.transaction():
+            conn.execute(
+                query("insert_definition"), {"version": version, "definition": text, "now": None}
+            )
+            try:
+                with conn.transaction():
+                    row = conn.execute(
+                        query("insert_deployment"),
+                        {"path": path, "version": version, "deployed_by": deployed_by, "now": None},
+                    ).fetchone()
+            except psycopg.errors.UniqueViolation:
+                raise Duplicate(
+                    f"another deployment of {path!r} happened at the same time; deploy again"
+                ) from None
+        assert row is not None
+        with self._lock:
+            self._cache[version] = workflow
+        return Deployment(
+            path, int(cast(int, row[0])), version, cast(datetime, row[1]), deployed_by
+        )
+
+
+def list_deployments(conn: psycopg.Connection[tuple[object, ...]]) -> list[Deployment]:
+    with translated():
+        rows = conn.execute(query("list_workflows")).fetchall()
+    return [_deployment(r) for r in rows]
+
+
+def revisions(conn: psycopg.Connection[tuple[object, ...]], path: str) -> list[Deployment]:
+    with translated():
+        rows = conn.execute(query("workflow_revisions"), {"path": path}).fetchall()
+    if not rows:
+        raise UnknownWorkflow(f"no workflow is deployed at {path!r}")
+    return [_deployment(r) for r in rows]
+
+
+def _deployment(row: tuple[object, ...]) -> Deployment:
+    return Deployment(
+        str(row[0]),
+        int(cast(int, row[1])),
+        str(row[2]),
+        cast(datetime, row[3]),
+        cast("str | None", row[4]),
+    )
+
+
+def _check_path(path: object) -> None:
+    if not isinstance(path, str) or not WORKFLOW_PATH_PATTERN.fullmatch(path):
+        raise Malformed(f"workflow path must be '/'-separated names: {path!r}")
+    if len(path) > MAX_PATH_LENGTH:
+        raise Malformed(f"workflow path is longer than {MAX_PATH_LENGTH} characters")

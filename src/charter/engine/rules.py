@@ -1,0 +1,179 @@
+"""The pure decision: may this event happen, and what does it change?
+
+`decide` reads a process, a workflow and an envelope and returns the Decision the
+engine's one transaction persists; it touches no database and no clock (templates and
+schedules count from the envelope's signed `at`, so a replay decides the same way).
+The checks run in DESIGN §5's order: action, role, from, input, when, reserved fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from charter.core.envelope import Envelope
+from charter.core.errors import ConditionFailed, ForbiddenRole, ReservedField, WrongState
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.dsl.expressions import Scope
+from charter.dsl.model import Action, Workflow
+from charter.dsl.mutate import (
+    ResolvedSchedule,
+    ResolvedSpawn,
+    apply_action,
+    render_auto_data,
+)
+from charter.engine.records import AUTOMATION_ROLE, ActorContext, ProcessView
+
+AUTOMATION_SCOPE_ACTOR: dict[str, JsonValue] = {"id": "automation", "roles": [AUTOMATION_ROLE]}
+
+
+@dataclass(frozen=True)
+class AutoWork:
+    """An automatic action that became available after the event."""
+
+    action: str
+    data: JsonObject
+    available_state: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Everything an accepted event changes."""
+
+    action: Action
+    state: str
+    data: JsonObject  # the new document without `state`
+    spawns: tuple[ResolvedSpawn, ...]
+    schedules: tuple[ResolvedSchedule, ...]
+    cancels: tuple[str, ...]
+    auto: tuple[AutoWork, ...]
+
+
+def automation_meta(input_: JsonObject) -> JsonValue:
+    """`input.meta.automation`, or None when absent."""
+    meta = input_.get("meta")
+    return meta.get("automation") if isinstance(meta, dict) else None
+
+
+def decide(
+    process: ProcessView | None,
+    workflow: Workflow,
+    envelope: Envelope,
+    actor: ActorContext,
+    *,
+    event_hash: str,
+    genesis: bool = False,
+) -> Decision:
+    """Check the event against the rules and compute its effects.
+
+    `genesis` marks a spawned child's unsigned first event: the parent's action
+    authorized it, so the child's role check is skipped; every other rule holds.
+    """
+    action = workflow.action(envelope.action)
+    if not genesis and not action.allows_role(actor.roles):
+        raise ForbiddenRole(
+            f"action {action.name!r} needs one of the roles {list(action.roles)}; "
+            f"actor {actor.id!r} holds {list(actor.roles)}"
+        )
+    _check_state(action, process)
+    action.check_input(envelope.input)
+    scope = _scope(process, envelope, actor, event_hash)
+    if action.when is not None and not action.when.holds(scope):
+        raise ConditionFailed(f"action {action.name!r}: `when` is false ({action.when.source})")
+    if automation_meta(envelope.input) is not None and not actor.is_automation:
+        raise ReservedField("input.meta.automation is reserved for the automation actor")
+    before = process.document if process is not None else {}
+    effects = apply_action(workflow, action, before, scope)
+    document = dict(effects.new_document)
+    state = document.pop("state")
+    if not isinstance(state, str):
+        raise WrongState(f"action {action.name!r} leaves the process without a state")
+    after = ProcessView(
+        id=envelope.process,
+        workflow=envelope.workflow,
+        state=state,
+        data=document,
+        head=event_hash,
+        seq=(process.seq if process else 0) + 1,
+        parent=process.parent if process else None,
+    )
+    return Decision(
+        action=action,
+        state=state,
+        data=document,
+        spawns=effects.spawns,
+        schedules=effects.schedules,
+        cancels=effects.cancels,
+        auto=available_auto_actions(workflow, after, envelope, actor, event_hash),
+    )
+
+
+def available_auto_actions(
+    workflow: Workflow,
+    process: ProcessView,
+    envelope: Envelope,
+    actor: ActorContext,
+    event_hash: str,
+) -> tuple[AutoWork, ...]:
+    """Automatic actions eligible on the committed state (DESIGN §6.2).
+
+    An automatic action is not queued again by its own firing: that would loop forever
+    on actions that stay eligible (an `update` from "*").
+    """
+    found: list[AutoWork] = []
+    for candidate in workflow.auto_actions():
+        if actor.is_automation and candidate.name == envelope.action:
+            continue
+        if not candidate.allows_state(process.state):
+            continue
+        scope = Scope(
+            document=process.document,
+            now=envelope.at_datetime(),
+            input={},
+            actor=AUTOMATION_SCOPE_ACTOR,
+            event={"hash": event_hash, "actor": envelope.actor, "at": envelope.at},
+            process={"id": process.id, "workflow": process.workflow, "parent": process.parent},
+        )
+        data = render_auto_data(candidate, scope)
+        scope = Scope(
+            document=scope.document,
+            now=scope.now,
+            input=data,
+            actor=scope.actor,
+            event=scope.event,
+            process=scope.process,
+        )
+        if candidate.when is not None and not candidate.when.holds(scope):
+            continue
+        found.append(AutoWork(candidate.name, data, process.state))
+    return tuple(found)
+
+
+def _check_state(action: Action, process: ProcessView | None) -> None:
+    if action.is_create and process is not None:
+        raise WrongState(f"action {action.name!r} creates a process; {process.id!r} exists")
+    if process is None:
+        if not action.is_create:
+            raise WrongState(f"action {action.name!r} does not create a process")
+        return
+    if not action.allows_state(process.state):
+        allowed = "any state" if action.from_states is None else list(action.from_states)
+        raise WrongState(
+            f"action {action.name!r} runs from {allowed}; the process is in {process.state!r}"
+        )
+
+
+def _scope(
+    process: ProcessView | None, envelope: Envelope, actor: ActorContext, event_hash: str
+) -> Scope:
+    return Scope(
+        document=process.document if process is not None else {},
+        now=envelope.at_datetime(),
+        input=envelope.input,
+        actor=actor.to_scope(),
+        event={"hash": event_hash, "actor": envelope.actor, "at": envelope.at},
+        process={
+            "id": envelope.process,
+            "workflow": envelope.workflow,
+            "parent": process.parent if process is not None else None,
+        },
+    )

@@ -1,0 +1,315 @@
+"""The engine's reads and writes: one typed method per named query (River's driver).
+
+A Store wraps one connection inside the caller's transaction; it never commits.
+Rows come out as frozen records, never raw tuples.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from charter.core.ijson import loads
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.db.queries import query
+from charter.engine.records import ProcessView, StoredEvent
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+class Store:
+    def __init__(self, conn: Conn, *, now: datetime | None = None) -> None:
+        self.conn = conn
+        self.now = now  # None: the database clock decides
+
+    # --- actors and workflows --------------------------------------------------------
+
+    def actor_for_key(
+        self, public_key: str
+    ) -> tuple[str, tuple[str, ...], datetime | None, datetime | None] | None:
+        row = self.conn.execute(query("actor_for_key"), {"public_key": public_key}).fetchone()
+        if row is None:
+            return None
+        return str(row[0]), tuple(row[1]), row[2], row[3]
+
+    def current_workflow_version(self, path: str) -> str | None:
+        row = self.conn.execute(query("current_workflow_version"), {"path": path}).fetchone()
+        return str(row[0]) if row else None
+
+    def workflow_definition_text(self, version: str) -> str | None:
+        row = self.conn.execute(query("workflow_definition"), {"version": version}).fetchone()
+        return str(row[0]) if row else None
+
+    # --- processes -------------------------------------------------------------------
+
+    def lock_process(self, process_id: str) -> ProcessView | None:
+        row = self.conn.execute(query("lock_process"), {"id": process_id}).fetchone()
+        return process_from_row(row) if row else None
+
+    def get_process(self, process_id: str) -> ProcessView | None:
+        row = self.conn.execute(query("get_process"), {"id": process_id}).fetchone()
+        return process_from_row(row) if row else None
+
+    def child_processes(self, process_id: str) -> list[ProcessView]:
+        rows = self.conn.execute(query("child_processes"), {"id": process_id}).fetchall()
+        return [process_from_row(r) for r in rows]
+
+    def insert_process(
+        self,
+        *,
+        process_id: str,
+        workflow_path: str,
+        state: str,
+        parent_id: str | None = None,
+        parent_event_hash: str | None = None,
+    ) -> bool:
+        """Insert a head-less process row; False when the id is already taken."""
+        row = self.conn.execute(
+            query("insert_process"),
+            {
+                "id": process_id,
+                "workflow_path": workflow_path,
+                "state": state,
+                "data": Jsonb({}),
+                "parent_id": parent_id,
+                "parent_event_hash": parent_event_hash,
+                "now": self.now,
+            },
+        ).fetchone()
+        return row is not None
+
+    def advance_process(
+        self, *, process_id: str, state: str, data: JsonObject, head_hash: str, seq: int
+    ) -> ProcessView:
+        row = self.conn.execute(
+            query("advance_process"),
+            {
+                "id": process_id,
+                "state": state,
+                "data": Jsonb(data),
+                "head_hash": head_hash,
+                "seq": seq,
+                "now": self.now,
+            },
+        ).fetchone()
+        assert row is not None, "advance_process runs on a locked, existing row"
+        return process_from_row(row)
+
+    # --- events ----------------------------------------------------------------------
+
+    def insert_event(
+        self,
+        *,
+        process_id: str,
+        seq: int,
+        event_hash: str,
+        prev_hash: str | None,
+        kind: str,
+        envelope_text: str,
+        signature: str | None,
+        actor: str,
+        actor_id: str,
+        actor_roles: Sequence[str],
+        action: str,
+        workflow_path: str,
+        workflow_version: str,
+        cause_hash: str | None = None,
+    ) -> datetime:
+        row = self.conn.execute(
+            query("insert_event"),
+            {
+                "process_id": process_id,
+                "seq": seq,
+                "hash": event_hash,
+                "prev_hash": prev_hash,
+                "kind": kind,
+                "envelope": envelope_text,
+                "signature": signature,
+                "actor": actor,
+                "actor_id": actor_id,
+                "actor_roles": list(actor_roles),
+                "action": action,
+                "workflow_path": workflow_path,
+                "workflow_version": workflow_version,
+                "cause_hash": cause_hash,
+                "now": self.now,
+            },
+        ).fetchone()
+        assert row is not None
+        return cast(datetime, row[0])
+
+    def process_events(self, process_id: str) -> list[StoredEvent]:
+        rows = self.conn.execute(query("process_events"), {"process_id": process_id}).fetchall()
+        return [event_from_row(r) for r in rows]
+
+    def event_by_hash(self, event_hash: str) -> StoredEvent | None:
+        row = self.conn.execute(query("event_by_hash"), {"hash": event_hash}).fetchone()
+        return event_from_row(row) if row else None
+
+    # --- automation work ---------------------------------------------------------------
+
+    def cancel_schedules(
+        self, *, process_id: str, schedule_ids: Sequence[str], event_hash: str, reason: str
+    ) -> list[tuple[str, str, str, datetime]]:
+        """Cancel live rows; returns (id, schedule_id, action, run_at) of each."""
+        rows = self.conn.execute(
+            query("cancel_schedules"),
+            {
+                "process_id": process_id,
+                "schedule_ids": list(schedule_ids),
+                "event_hash": event_hash,
+                "reason": reason,
+                "now": self.now,
+            },
+        ).fetchall()
+        return [(str(r[0]), str(r[1]), str(r[2]), cast(datetime, r[3])) for r in rows]
+
+    def insert_schedule(
+        self,
+        *,
+        schedule_id: str,
+        process_id: str,
+        workflow_path: str,
+        action_name: str,
+        action_data: JsonObject,
+        run_at: datetime,
+        interval: str | None,
+        until: datetime | None,
+        max_count: int | None,
+        event_hash: str,
+        action: str,
+        actor: str,
+    ) -> str:
+        row = self.conn.execute(
+            query("insert_schedule"),
+            {
+                "schedule_id": schedule_id,
+                "process_id": process_id,
+                "workflow_path": workflow_path,
+                "action_name": action_name,
+                "action_data": Jsonb(action_data),
+                "run_at": run_at,
+                "interval": interval,
+                "until_ts": until,
+                "max_count": max_count,
+                "event_hash": event_hash,
+                "action": action,
+                "actor": actor,
+                "now": self.now,
+            },
+        ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def insert_auto_work(
+        self,
+        *,
+        process_id: str,
+        workflow_path: str,
+        action_name: str,
+        action_data: JsonObject,
+        available_state: str,
+        event_hash: str,
+        action: str,
+        actor: str,
+        reason: str = "auto action became available",
+    ) -> str | None:
+        """Queue an automatic action; None if this event already queued it."""
+        row = self.conn.execute(
+            query("insert_auto_work"),
+            {
+                "process_id": process_id,
+                "workflow_path": workflow_path,
+                "action_name": action_name,
+                "action_data": Jsonb(action_data),
+                "reason": reason,
+                "available_state": available_state,
+                "event_hash": event_hash,
+                "action": action,
+                "actor": actor,
+                "now": self.now,
+            },
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def process_work(self, process_id: str) -> tuple[list[JsonObject], list[JsonObject]]:
+        """(scheduled rows, queue rows) of a process, as JSON objects."""
+        scheduled: list[JsonObject] = []
+        queue: list[JsonObject] = []
+        for lane, row in self.conn.execute(query("process_work"), {"process_id": process_id}):
+            (scheduled if lane == "scheduled" else queue).append(cast(JsonObject, row))
+        return scheduled, queue
+
+    # --- log and notifications --------------------------------------------------------
+
+    def log(
+        self,
+        kind: str,
+        *,
+        level: str = "info",
+        code: str | None = None,
+        process_id: str | None = None,
+        actor: str | None = None,
+        action: str | None = None,
+        event_hash: str | None = None,
+        message: str = "",
+        detail: JsonObject | None = None,
+    ) -> None:
+        self.conn.execute(
+            query("log"),
+            {
+                "level": level,
+                "kind": kind,
+                "code": code,
+                "process_id": process_id,
+                "actor": actor,
+                "action": action,
+                "event_hash": event_hash,
+                "message": message,
+                "detail": Jsonb(detail or {}),
+                "now": self.now,
+            },
+        )
+
+    def notify(self, channel: str, payload: JsonObject) -> None:
+        """A hint delivered at commit; ids only, far below NOTIFY's 8000-byte limit."""
+        text = json.dumps(payload, separators=(",", ":"), sort_keys=True)
+        self.conn.execute(query("notify"), {"channel": channel, "payload": text})
+
+
+def process_from_row(row: tuple[Any, ...]) -> ProcessView:
+    return ProcessView(
+        id=row[0],
+        workflow=row[1],
+        state=row[2],
+        data=cast(JsonObject, row[3]),
+        head=row[4],
+        seq=int(row[5]),
+        parent=row[6],
+        parent_event=row[7],
+        created_at=row[8],
+        updated_at=row[9],
+    )
+
+
+def event_from_row(row: tuple[Any, ...]) -> StoredEvent:
+    text = str(row[3])
+    envelope: JsonValue = loads(text)
+    return StoredEvent(
+        process_id=row[0],
+        seq=int(row[1]),
+        hash=row[2],
+        envelope_text=text,
+        envelope=cast(JsonObject, envelope),
+        signature=row[4],
+        kind=row[5],
+        workflow_version=row[6],
+        received_at=row[7],
+        actor_id=row[8],
+        actor_roles=tuple(row[9]),
+    )
