@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from charter.cli import db, keys, up, workflows
+from charter.cli import actors, db, keys, processes, submit, tokens, up, workflows
 from charter.core.errors import CharterError
 
 app = typer.Typer(
@@ -19,13 +19,20 @@ app = typer.Typer(
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
 app.add_typer(workflows.app, name="workflows")
+app.add_typer(tokens.app, name="tokens")
+app.add_typer(actors.app, name="actors")
 app.command("up")(up.up)
+app.command("submit")(submit.submit)
+app.command("show")(processes.show)
+app.command("history")(processes.history)
 
 
 def main() -> None:
     """Run the CLI; a Charter error prints one clear line and exits non-zero."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a typer.Exit code instead of exiting.
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except CharterError as exc:
         print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
         sys.exit(1)

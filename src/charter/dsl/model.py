@@ -1,0 +1,180 @@
+"""The typed, frozen model of a workflow document (DESIGN §4).
+
+Instances come from `charter.dsl.validate.load_workflow`, which builds them only from
+documents without problems, so the engine can trust every reference in them: states,
+roles, schedule targets and cancel ids all exist, expressions and templates are parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+from jsonschema import Draft202012Validator
+
+from charter.core.errors import InvalidInput, UnknownAction
+from charter.core.jsontypes import JsonValue
+from charter.dsl.expressions import Expression
+from charter.dsl.templates import Template
+
+DSL_VERSION = 2
+AUTOMATION = "AUTOMATION"
+"""The role held only by the automation actor."""
+ANY_STATE = "*"
+_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
+NAME_PATTERN = re.compile(_SEGMENT)
+"""Action, state, role and schedule names; also process ids (DESIGN §3)."""
+WORKFLOW_PATH_PATTERN = re.compile(rf"{_SEGMENT}(/{_SEGMENT})*")
+
+ActionType = Literal["create", "transition", "update"]
+ACTION_TYPES: tuple[ActionType, ...] = ("create", "transition", "update")
+
+ROOT = ""
+"""The `$merge` path that names the whole document."""
+
+
+@dataclass(frozen=True)
+class FieldOp:
+    """One operator entry: a dotted field path and (except for `$unset`) its value."""
+
+    path: str
+    segments: tuple[str, ...]
+    value: Template | None = None
+
+
+@dataclass(frozen=True)
+class Mutate:
+    """The `mutate` operators, applied in this order: $set, $unset, $inc, $push, $merge."""
+
+    set: tuple[FieldOp, ...] = ()
+    unset: tuple[FieldOp, ...] = ()
+    inc: tuple[FieldOp, ...] = ()
+    push: tuple[FieldOp, ...] = ()
+    merge: tuple[FieldOp, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not (self.set or self.unset or self.inc or self.push or self.merge)
+
+
+@dataclass(frozen=True)
+class SpawnSpec:
+    """A child process created in the same transaction; every field is a template."""
+
+    workflow: Template
+    process: Template
+    action: Template
+    data: Template
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A scheduled action (DESIGN §6.1). `delay` is the document's `in`.
+
+    Exactly one of `delay`, `every`, `at` is set; `until` and `count` only with `every`.
+    `at` and `until` are templates because they may be computed (`{{ input.due }}`); a
+    literal timestamp is a constant template.
+    """
+
+    id: str
+    action: str
+    data: Template
+    delay: timedelta | None = None
+    every: timedelta | None = None
+    at: Template | None = None
+    until: Template | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True)
+class AutoSpec:
+    """An automatic action's queue-time input (`{}` for `auto: true`)."""
+
+    data: Template
+
+
+@dataclass(frozen=True)
+class Action:
+    """One workflow action. `from_states` is None for `"*"` and for create actions."""
+
+    name: str
+    type: ActionType
+    roles: tuple[str, ...]
+    from_states: tuple[str, ...] | None
+    to: str | None
+    when: Expression | None = None
+    input_schema: JsonValue = None
+    input_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
+    mutate: Mutate = field(default_factory=Mutate)
+    spawn: tuple[SpawnSpec, ...] = ()
+    schedule: tuple[ScheduleSpec, ...] = ()
+    cancel: tuple[str, ...] = ()
+    auto: AutoSpec | None = None
+    description: str | None = None
+
+    @property
+    def is_create(self) -> bool:
+        return self.type == "create"
+
+    def allows_role(self, roles: Iterable[str]) -> bool:
+        """Whether an actor holding `roles` may perform this action (one role suffices)."""
+        return any(role in self.roles for role in roles)
+
+    def allows_state(self, state: str | None) -> bool:
+        """Whether the action may run on a process in `state` (None: no process yet)."""
+        if self.is_create:
+            return state is None
+        if state is None:
+            return False
+        return self.from_states is None or state in self.from_states
+
+    def check_input(self, value: JsonValue) -> None:
+        """Raise InvalidInput listing every way `value` breaks the action's `input` schema."""
+        if self.input_validator is None:
+            return
+        errors = sorted(
+            self.input_validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))
+        )
+        if errors:
+            problems = [
+                {"pointer": json_pointer(*e.absolute_path), "message": e.message} for e in errors
+            ]
+            first = problems[0]
+            raise InvalidInput(
+                f"input {first['pointer'] or '/'}: {first['message']}", problems=problems
+            )
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A whole workflow definition."""
+
+    states: tuple[str, ...]
+    roles: tuple[str, ...]
+    actions: Mapping[str, Action]
+    dsl: int = DSL_VERSION
+    description: str | None = None
+
+    def action(self, name: str) -> Action:
+        """The action called `name`; UnknownAction when the workflow has none."""
+        try:
+            return self.actions[name]
+        except KeyError:
+            raise UnknownAction(f"the workflow defines no action {name!r}") from None
+
+    def create_actions(self) -> tuple[Action, ...]:
+        return tuple(a for a in self.actions.values() if a.is_create)
+
+    def auto_actions(self) -> tuple[Action, ...]:
+        return tuple(a for a in self.actions.values() if a.auto is not None)
+
+    def schedule_ids(self) -> frozenset[str]:
+        """Every schedule id some action defines (what `cancel` may name)."""
+        return frozenset(s.id for a in self.actions.values() for s in a.schedule)
+
+
+def json_pointer(*parts: object) -> str:
+    """An RFC 6901 JSON Pointer to `parts` ("" is the whole document)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)

@@ -1,0 +1,229 @@
+"""Workflow validation: every problem at once, each with a JSON Pointer (DESIGN §4).
+
+One pass over the document both records problems and builds the model, so the rules
+that validate a field and the code that interprets it cannot drift apart. Checks that
+need the whole document (schedule targets, cancel ids, reachability) run afterwards on
+what the pass collected. `load_workflow` returns the model only when nothing is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from charter.core.errors import InvalidWorkflow
+from charter.core.jsontypes import JsonValue
+from charter.dsl import checks
+from charter.dsl.checks import Path, Problems
+from charter.dsl.model import (
+    ACTION_TYPES,
+    AUTOMATION,
+    DSL_VERSION,
+    NAME_PATTERN,
+    Action,
+    ActionType,
+    Workflow,
+)
+from charter.dsl.mutate_checks import check_mutate
+
+TOP_KEYS = frozenset({"dsl", "states", "roles", "actions", "description"})
+ACTION_KEYS = frozenset(
+    {"type", "role", "from", "to", "when", "input", "mutate", "spawn", "schedule", "cancel"}
+    | {"auto", "description"}
+)
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with a workflow: where (RFC 6901 pointer) and what."""
+
+    pointer: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"pointer": self.pointer, "message": self.message}
+
+
+def validate_workflow(doc: JsonValue) -> list[Problem]:
+    """Every problem in `doc`, sorted by pointer then message; empty when it is valid."""
+    return _Pass().run(doc)[1]
+
+
+def load_workflow(doc: JsonValue) -> Workflow:
+    """The model of `doc`; InvalidWorkflow carrying every problem when it has any."""
+    workflow, problems = _Pass().run(doc)
+    if workflow is None or problems:
+        first = problems[0]
+        raise InvalidWorkflow(
+            f"{len(problems)} problem(s); first at {first.pointer or '/'}: {first.message}",
+            problems=[p.to_dict() for p in problems],
+        )
+    return workflow
+
+
+@dataclass
+class _Summary:
+    """What the cross-action checks need to know about one action."""
+
+    type: ActionType | None
+    roles: tuple[str, ...] | None
+
+
+@dataclass
+class _Pass:
+    out: Problems = field(default_factory=Problems)
+    summaries: dict[str, _Summary] = field(default_factory=dict)
+    # (from states or None for "*", to) per state-changing action, for reachability.
+    edges: list[tuple[tuple[str, ...] | None, str]] = field(default_factory=list)
+    starts: set[str] = field(default_factory=set)
+    graph_complete: bool = True
+
+    def run(self, doc: JsonValue) -> tuple[Workflow | None, list[Problem]]:
+        workflow = self._workflow(doc)
+        problems = sorted(set(self.out.items))
+        return (workflow if not problems else None), [Problem(p, m) for p, m in problems]
+
+    def _workflow(self, doc: JsonValue) -> Workflow | None:
+        out = self.out
+        if not isinstance(doc, dict):
+            out.add((), "a workflow must be a JSON object")
+            return None
+        out.keys(doc, (), TOP_KEYS, ("dsl", "states", "roles", "actions"))
+        dsl = doc.get("dsl")
+        if "dsl" in doc and (type(dsl) is not int or dsl != DSL_VERSION):
+            out.add(("dsl",), f"unsupported dsl version {dsl!r}: must be {DSL_VERSION}")
+        description = checks.optional_string(out, doc, "description", ())
+        states = checks.names(out, doc, "states", "state", non_empty=True)
+        roles = checks.names(out, doc, "roles", "role", non_empty=False)
+        raw_actions = doc.get("actions")
+        actions: dict[str, Action] = {}
+        if "actions" in doc and not isinstance(raw_actions, dict):
+            out.add(("actions",), "must be an object mapping action names to actions")
+        if isinstance(raw_actions, dict):
+            ctx = checks.Context(
+                out,
+                None if states is None else frozenset(states),
+                None if roles is None else frozenset(roles),
+            )
+            for name, raw in raw_actions.items():
+                action = self._action(ctx, name, raw)
+                if action is not None:
+                    actions[name] = action
+            self._cross_checks(ctx, raw_actions)
+            if states is not None:
+                self._reachability(states)
+        if states is None or roles is None or not isinstance(raw_actions, dict):
+            return None
+        return Workflow(
+            states=states,
+            roles=roles,
+            actions=MappingProxyType(actions),
+            description=description,
+        )
+
+    def _action(self, ctx: checks.Context, name: str, raw: JsonValue) -> Action | None:
+        out, path = self.out, ("actions", name)
+        if not NAME_PATTERN.fullmatch(name):
+            out.add(path, f"action name must match {NAME_PATTERN.pattern}")
+        if not isinstance(raw, dict):
+            out.add(path, "an action must be a JSON object")
+            self.summaries[name] = _Summary(None, None)
+            self.graph_complete = False
+            return None
+        before = len(out.items)
+        out.keys(raw, path, ACTION_KEYS, ("role",))
+        kind = _action_type(out, raw, path)
+        roles = checks.roles(ctx, raw, path)
+        from_states, from_ok = checks.from_states(ctx, raw, path, kind)
+        to, to_ok = checks.target_state(ctx, raw, path, kind)
+        self.summaries[name] = _Summary(kind, roles)
+        if kind is None or not (from_ok and to_ok):
+            self.graph_complete = False
+        elif kind == "create" and to is not None:
+            self.starts.add(to)
+        elif kind == "transition" and to is not None:
+            self.edges.append((from_states, to))
+        when = checks.condition(ctx, raw, path)
+        schema, validator = checks.input_schema(out, raw, path)
+        mutate = check_mutate(ctx, raw, path, to, to_ok)
+        spawn = checks.spawns(ctx, raw, path)
+        schedule = checks.schedules(ctx, raw, path)
+        cancel = checks.cancels(ctx, raw, path)
+        auto = checks.auto(ctx, raw.get("auto", False), (*path, "auto"))
+        # Judged on intent, so a malformed `auto` still gets these two checks.
+        if raw.get("auto", False) is not False:
+            if kind == "create":
+                out.add(
+                    (*path, "auto"),
+                    "a create action cannot be automatic: there is no process to fire on",
+                )
+            if roles is not None and AUTOMATION not in roles:
+                out.add((*path, "auto"), f"an automatic action must grant the {AUTOMATION} role")
+        description = checks.optional_string(out, raw, "description", path)
+        if len(out.items) != before or kind is None or roles is None:
+            return None
+        return Action(
+            name=name,
+            type=kind,
+            roles=roles,
+            from_states=from_states,
+            to=to,
+            when=when,
+            input_schema=schema,
+            input_validator=validator,
+            mutate=mutate,
+            spawn=spawn,
+            schedule=schedule,
+            cancel=cancel,
+            auto=auto,
+            description=description,
+        )
+
+    def _cross_checks(self, ctx: checks.Context, raw_actions: dict[str, JsonValue]) -> None:
+        out = self.out
+        for path, target in ctx.schedule_targets:
+            summary = self.summaries.get(target)
+            if target not in raw_actions or summary is None:
+                out.add(path, f"unknown action {target!r}")
+            elif summary.type == "create":
+                out.add(path, f"cannot schedule create action {target!r}: it starts a process")
+            elif summary.roles is not None and AUTOMATION not in summary.roles:
+                out.add(
+                    path,
+                    f"scheduled action {target!r} must grant the {AUTOMATION} role "
+                    "(the automation actor fires it)",
+                )
+        for path, schedule_id in ctx.cancel_ids:
+            if schedule_id not in ctx.schedule_ids:
+                out.add(path, f"unknown schedule id {schedule_id!r}: no action schedules it")
+        types = [s.type for s in self.summaries.values()]
+        if "create" not in types and None not in types:
+            out.add(("actions",), "no create action: a process of this workflow can never start")
+
+    def _reachability(self, states: tuple[str, ...]) -> None:
+        # Partial graphs would report states that a broken action does reach; the
+        # problems already reported for that action come first.
+        if not self.graph_complete or not self.starts:
+            return
+        reached = set(self.starts)
+        frontier = list(self.starts)
+        while frontier:
+            state = frontier.pop()
+            for sources, target in self.edges:
+                if target not in reached and (sources is None or state in sources):
+                    reached.add(target)
+                    frontier.append(target)
+        for index, state in enumerate(states):
+            if state not in reached:
+                self.out.add(
+                    ("states", index), f"state {state!r} is unreachable from every create action"
+                )
+
+
+def _action_type(out: Problems, raw: dict[str, JsonValue], path: Path) -> ActionType | None:
+    value = raw.get("type", "transition")
+    for kind in ACTION_TYPES:
+        if value == kind:
+            return kind
+    out.add((*path, "type"), "must be one of " + ", ".join(ACTION_TYPES))
+    return None
