@@ -122,8 +122,9 @@ def test_no_auto_action_is_queued_when_its_state_is_not_reached(world: World) ->
 
 def test_schedules_are_resolved_with_provenance_and_cancelled(world: World) -> None:
     pid, opened = _opened(world)
-    submitted = world.submit("ada", "submit_onboarding", pid, opened)
-    started = world.submit("automation", "start_screening", pid, submitted.hash)
+    world.submit("ada", "submit_onboarding", pid, opened)
+    started = world.fire_queued(pid, "start_screening")
+    assert started.event_hash is not None
     at = world.clock.now()
     rows = _rows(
         world.database,
@@ -135,12 +136,12 @@ def test_schedules_are_resolved_with_provenance_and_cancelled(world: World) -> N
     automation_key = world.keys["automation"].public_key_hex
     assert rows == [
         ("periodic-review", "start_review", {}, at + timedelta(days=365), "1y", "active",
-         started.hash, "start_screening", automation_key),
+         started.event_hash, "start_screening", automation_key),
         ("screening-deadline", "escalate_review", {"reason": "screening-sla"},
-         at + timedelta(hours=48), None, "active", started.hash, "start_screening",
+         at + timedelta(hours=48), None, "active", started.event_hash, "start_screening",
          automation_key),
     ]  # fmt: skip
-    approved = world.submit("ana", "approve", pid, started.hash)
+    approved = world.submit("ana", "approve", pid, started.event_hash)
     offboarded = world.submit("max", "offboard", pid, approved.hash)
     cancelled = _rows(
         world.database,
@@ -156,8 +157,8 @@ def test_notifications_are_sent_after_commit(world: World, database_url: str) ->
         listener.execute("LISTEN automation_queue_changed")
         listener.execute("LISTEN scheduled_actions_changed")
         pid, opened = _opened(world)
-        submitted = world.submit("ada", "submit_onboarding", pid, opened)
-        world.submit("automation", "start_screening", pid, submitted.hash)
+        world.submit("ada", "submit_onboarding", pid, opened)
+        world.fire_queued(pid, "start_screening")
         received = []
         for note in listener.notifies(timeout=2.0, stop_after=3):
             received.append((note.channel, note.payload))
@@ -245,14 +246,15 @@ def test_an_auto_action_does_not_queue_itself_again(world: World) -> None:
     )  # fmt: skip
     pid = new_process_id()
     opened = world.submit("ada", "open", pid, None, workflow=path)
-    fired = world.submit("automation", "touch", pid, opened.hash, workflow=path)
+    fired = world.fire_queued(pid, "touch")
     rows = _rows(
         world.database,
-        "SELECT queued_by_event_hash FROM charter.automation_queue WHERE process_id = %s",
+        "SELECT queued_by_event_hash, status, fired_event_hash FROM charter.automation_queue"
+        " WHERE process_id = %s",
         pid,
     )
-    assert rows == [(opened.hash,)]
-    assert fired.process.data == {"touches": 1}
+    assert rows == [(opened.hash, "completed", fired.event_hash)]
+    assert Reads(world.database).process(pid).data == {"touches": 1}
 
 
 def test_spawn_creates_children_with_unsigned_geneses(world: World) -> None:

@@ -21,6 +21,7 @@ TABLES = [
     "automation_queue",
     "schema_migrations",
     "api_tokens",
+    "automation_firings",
 ]
 ROLES = ["charter_engine", "charter_worker", "charter_reader"]
 

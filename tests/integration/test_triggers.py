@@ -10,7 +10,13 @@ from charter.core.errors import AppendOnlyViolation, ChainViolation, Duplicate, 
 from tests.integration import rows
 from tests.integration.dbcheck import Conn, refused
 
-APPEND_ONLY_TABLES = ["events", "system_log", "workflow_definitions", "workflow_deployments"]
+APPEND_ONLY_TABLES = [
+    "events",
+    "system_log",
+    "workflow_definitions",
+    "workflow_deployments",
+    "automation_firings",
+]
 
 
 @pytest.fixture
@@ -19,6 +25,11 @@ def chain(conn: Conn) -> tuple[str, str, str, list[str]]:
     conn.execute(
         "INSERT INTO system_log (kind, process_id, message) VALUES ('test.seed', %s, 'seeded')",
         (seeded[2],),
+    )
+    conn.execute(
+        "INSERT INTO automation_firings (work_id, kind, occurrence, process_id, event_hash)"
+        " VALUES (gen_random_uuid(), 'auto_action', now(), %s, %s)",
+        (seeded[2], seeded[3][0]),
     )
     return seeded
 
@@ -32,6 +43,7 @@ def test_update_of_append_only_rows_raises_even_for_the_owner(
         "system_log": "message",
         "workflow_definitions": "created_at",
         "workflow_deployments": "deployed_by",
+        "automation_firings": "kind",
     }[table]
     error = refused(conn, AppendOnlyViolation, f"UPDATE {table} SET {column} = {column}")
     assert error.message.endswith(f"{table} is append-only: UPDATE is not allowed")

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from charter.automation.bookkeeping import Bookkeeping
+from charter.automation.firing import Firer, FireResult
 from charter.core.clock import FakeClock
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, Submission, sign
@@ -38,6 +40,24 @@ class World:
 
     def __post_init__(self) -> None:
         self.engine = Engine(self.database, clock=self.clock)
+
+    def firer(self, worker_id: str = "test-worker") -> Firer:
+        return Firer(self.database, self.engine, self.keys["automation"], worker_id, self.clock)
+
+    def fire_queued(
+        self, process_id: str, action: str, worker_id: str = "test-worker"
+    ) -> FireResult:
+        """Claim the pending queue row of `action` on a process and fire it, as the worker does."""
+        with self.database.connection(Role.WORKER) as conn, conn.transaction():
+            work_id = conn.execute(
+                "SELECT id FROM charter.automation_queue WHERE process_id = %s"
+                " AND action_name = %s AND status = 'pending'",
+                (process_id, action),
+            ).fetchone()
+            assert work_id is not None, f"no pending {action} for {process_id}"
+            row = Bookkeeping(conn, worker_id).claim_queue_one(str(work_id[0]), lease_seconds=60)
+        assert row is not None
+        return self.firer(worker_id).fire(row)
 
     def deploy(self, path: str, definition: JsonValue) -> str:
         with self.database.connection(Role.ENGINE) as conn:

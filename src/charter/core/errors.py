@@ -233,6 +233,13 @@ class IntegrityViolation(CharterError):
     http_status = 409
 
 
+class LeaseLost(CharterError):
+    """The work row is no longer claimed under this lease."""
+
+    code = "lease_lost"
+    http_status = 409
+
+
 class MigrationError(CharterError):
     """A migration failed."""
 

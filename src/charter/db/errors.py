@@ -26,6 +26,7 @@ _CHARTER_CODES: dict[str, type[errors.CharterError]] = {
     CHAIN_VIOLATION: errors.ChainViolation,
     HEAD_VIOLATION: errors.ChainViolation,
     IMMUTABLE_COLUMN: errors.AppendOnlyViolation,
+    LEASE_MISMATCH: errors.LeaseLost,
 }
 
 

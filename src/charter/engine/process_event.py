@@ -31,6 +31,7 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
+from charter.engine.provenance import record_firing, refuse_if_fired, work_row_for
 from charter.engine.records import ActorContext, ProcessView, StoredEvent
 from charter.engine.registry import Registry
 from charter.engine.rules import Decision, decide
@@ -163,6 +164,9 @@ class Engine:
                     raise Duplicate(f"event {event_hash} is already recorded")
                 raise StalePrev(head=process.head, seq=process.seq)
             version, workflow = self.registry.current(store, process.workflow)
+        work = work_row_for(store, envelope, actor)
+        if work is not None:
+            refuse_if_fired(store, work)
         decision = decide(process, workflow, envelope, actor, event_hash=event_hash)
         if process is None and not store.insert_process(
             process_id=envelope.process, workflow_path=envelope.workflow, state=decision.state
@@ -191,6 +195,8 @@ class Engine:
             head_hash=event_hash,
             seq=seq,
         )
+        if work is not None:
+            record_firing(store, work, event_hash)
         self._persist_effects(store, envelope, event_hash, actor, decision, depth=0)
         store.log(
             "event.accepted",

@@ -80,6 +80,7 @@ def decide(
     if action.when is not None and not action.when.holds(scope):
         raise ConditionFailed(f"action {action.name!r}: `when` is false ({action.when.source})")
     if automation_meta(envelope.input) is not None and not actor.is_automation:
+        # Checked again, against the work row, by the engine (engine/provenance.py).
         raise ReservedField("input.meta.automation is reserved for the automation actor")
     before = process.document if process is not None else {}
     effects = apply_action(workflow, action, before, scope)

@@ -12,12 +12,14 @@ from datetime import datetime
 from typing import Any, cast
 
 import psycopg
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from charter.core.ijson import loads
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.queries import query
 from charter.engine.records import ProcessView, StoredEvent
+from charter.engine.work import QueueRow, ScheduledRow, WorkRow
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -236,6 +238,38 @@ class Store:
             },
         ).fetchone()
         return str(row[0]) if row else None
+
+    def scheduled_row(self, work_id: str) -> ScheduledRow | None:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(query("scheduled_action_row"), {"id": work_id}).fetchone()
+        return ScheduledRow.from_dict(row) if row else None
+
+    def queue_row(self, work_id: str) -> QueueRow | None:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(query("automation_queue_row"), {"id": work_id}).fetchone()
+        return QueueRow.from_dict(row) if row else None
+
+    def insert_firing(self, row: WorkRow, event_hash: str) -> bool:
+        """Record the occurrence `row` fired; False if it had already fired."""
+        inserted = self.conn.execute(
+            query("insert_firing"),
+            {
+                "work_id": row.id,
+                "kind": row.kind,
+                "occurrence": row.occurrence,
+                "process_id": row.process_id,
+                "event_hash": event_hash,
+                "now": self.now,
+            },
+        ).fetchone()
+        return inserted is not None
+
+    def firing_event(self, row: WorkRow) -> str | None:
+        """The hash of the event that already fired `row`'s occurrence, if any."""
+        found = self.conn.execute(
+            query("firing_event"), {"work_id": row.id, "occurrence": row.occurrence}
+        ).fetchone()
+        return str(found[0]) if found else None
 
     def process_work(self, process_id: str) -> tuple[list[JsonObject], list[JsonObject]]:
         """(scheduled rows, queue rows) of a process, as JSON objects."""

@@ -59,6 +59,26 @@ GRANT INSERT ON charter.api_tokens TO charter_engine;
 GRANT SELECT ON charter.api_tokens TO charter_engine;
 GRANT UPDATE (revoked_at) ON charter.api_tokens TO charter_engine;
 
+CREATE TABLE charter.automation_firings (
+    work_id uuid NOT NULL,
+    kind text NOT NULL,
+    occurrence timestamp with time zone NOT NULL,
+    process_id text NOT NULL,
+    event_hash text NOT NULL,
+    fired_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_event_hash_fkey FOREIGN KEY (event_hash) REFERENCES events(hash);
+ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_event_hash_key UNIQUE (event_hash);
+ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_kind_check CHECK ((kind = ANY (ARRAY['scheduled_action'::text, 'auto_action'::text])));
+ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_pkey PRIMARY KEY (work_id, occurrence);
+ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
+CREATE TRIGGER automation_firings_append_only BEFORE DELETE OR UPDATE ON charter.automation_firings FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER automation_firings_no_truncate BEFORE TRUNCATE ON charter.automation_firings FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.automation_firings TO charter_engine;
+GRANT SELECT ON charter.automation_firings TO charter_engine;
+GRANT SELECT ON charter.automation_firings TO charter_reader;
+GRANT SELECT ON charter.automation_firings TO charter_worker;
+
 CREATE TABLE charter.automation_queue (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     process_id text NOT NULL,
@@ -73,6 +93,7 @@ CREATE TABLE charter.automation_queue (
     queued_by_actor text NOT NULL,
     queued_at timestamp with time zone DEFAULT now() NOT NULL,
     claimed_at timestamp with time zone,
+    not_before timestamp with time zone,
     completed_at timestamp with time zone,
     fired_event_hash text,
     attempts integer DEFAULT 0 NOT NULL,
@@ -93,6 +114,7 @@ ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_queued_by_event_hash_fkey FOREIGN KEY (queued_by_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'completed'::text, 'skipped'::text, 'failed'::text])));
+CREATE INDEX automation_queue_claimable ON charter.automation_queue USING btree (COALESCE(not_before, queued_at)) WHERE (status = 'pending'::text);
 CREATE INDEX automation_queue_leases ON charter.automation_queue USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
 CREATE INDEX automation_queue_pending ON charter.automation_queue USING btree (queued_at) WHERE (status = 'pending'::text);
 CREATE INDEX automation_queue_process ON charter.automation_queue USING btree (process_id);
@@ -222,7 +244,7 @@ ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_max_count
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_pkey PRIMARY KEY (id);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_schedule_id_check CHECK (((length(schedule_id) >= 1) AND (length(schedule_id) <= 128)));
-ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'claimed'::text, 'cancelled'::text, 'exhausted'::text, 'failed'::text])));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'claimed'::text, 'cancelled'::text, 'exhausted'::text, 'skipped'::text, 'failed'::text])));
 CREATE INDEX scheduled_actions_due ON charter.scheduled_actions USING btree (run_at) WHERE (status = 'active'::text);
 CREATE INDEX scheduled_actions_leases ON charter.scheduled_actions USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
 CREATE UNIQUE INDEX scheduled_actions_one_live ON charter.scheduled_actions USING btree (process_id, schedule_id) WHERE (status = ANY (ARRAY['active'::text, 'claimed'::text]));
@@ -307,6 +329,137 @@ GRANT SELECT ON charter.workflow_deployments TO charter_engine;
 GRANT SELECT ON charter.workflow_deployments TO charter_reader;
 GRANT SELECT ON charter.workflow_deployments TO charter_worker;
 
+CREATE OR REPLACE FUNCTION charter.claim_automation_work(p_id uuid, p_worker text, p_lease_seconds integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF automation_queue
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    UPDATE charter.automation_queue
+    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
+        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
+        lease_token = gen_random_uuid()
+    WHERE id = p_id AND status = 'pending'
+    RETURNING *
+$function$;
+GRANT EXECUTE ON FUNCTION claim_automation_work(uuid,text,integer,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.claim_automation_work_batch(p_worker text, p_lease_seconds integer, p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF automation_queue
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    WITH ready AS (
+        SELECT id FROM charter.automation_queue
+        WHERE status = 'pending' AND coalesce(not_before, queued_at) <= coalesce(p_now, now())
+        ORDER BY coalesce(not_before, queued_at)
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE charter.automation_queue q
+    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
+        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
+        lease_token = gen_random_uuid()
+    FROM ready
+    WHERE q.id = ready.id
+    RETURNING q.*
+$function$;
+GRANT EXECUTE ON FUNCTION claim_automation_work_batch(text,integer,integer,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.claim_scheduled_action(p_id uuid, p_worker text, p_lease_seconds integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF scheduled_actions
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    UPDATE charter.scheduled_actions
+    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
+        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
+        lease_token = gen_random_uuid()
+    WHERE id = p_id AND status = 'active'
+    RETURNING *
+$function$;
+GRANT EXECUTE ON FUNCTION claim_scheduled_action(uuid,text,integer,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.claim_scheduled_actions(p_worker text, p_lease_seconds integer, p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF scheduled_actions
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    WITH due AS (
+        SELECT id FROM charter.scheduled_actions
+        WHERE status = 'active' AND run_at <= coalesce(p_now, now())
+        ORDER BY run_at
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE charter.scheduled_actions s
+    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
+        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
+        lease_token = gen_random_uuid()
+    FROM due
+    WHERE s.id = due.id
+    RETURNING s.*
+$function$;
+GRANT EXECUTE ON FUNCTION claim_scheduled_actions(text,integer,integer,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.complete_automation_work(p_id uuid, p_token uuid, p_event_hash text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS automation_queue
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.automation_queue;
+BEGIN
+    UPDATE charter.automation_queue
+    SET status = 'completed', completed_at = coalesce(p_now, now()),
+        fired_event_hash = p_event_hash, attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'accepted',
+        last_error = NULL,
+        claimed_by = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('automation work', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION complete_automation_work(uuid,uuid,text,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.complete_scheduled_action(p_id uuid, p_token uuid, p_event_hash text, p_next_run_at timestamp with time zone, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS scheduled_actions
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.scheduled_actions;
+BEGIN
+    UPDATE charter.scheduled_actions
+    SET status = CASE WHEN p_next_run_at IS NULL THEN 'exhausted' ELSE 'active' END,
+        run_at = coalesce(p_next_run_at, run_at),
+        fire_count = fire_count + 1,
+        attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()),
+        last_attempt_result = 'accepted',
+        last_attempt_error = NULL,
+        last_fired_at = coalesce(p_now, now()),
+        last_fired_event_hash = p_event_hash,
+        claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('scheduled action', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION complete_scheduled_action(uuid,uuid,text,timestamp with time zone,timestamp with time zone) TO charter_worker;
+
 CREATE OR REPLACE FUNCTION charter.event_extends_head()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -333,6 +486,56 @@ BEGIN
     RETURN NEW;
 END
 $function$;
+
+CREATE OR REPLACE FUNCTION charter.fail_automation_work(p_id uuid, p_token uuid, p_reason text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS automation_queue
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.automation_queue;
+BEGIN
+    UPDATE charter.automation_queue
+    SET status = 'failed', completed_at = coalesce(p_now, now()), attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'failed',
+        last_error = left(p_reason, 2000),
+        claimed_by = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('automation work', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION fail_automation_work(uuid,uuid,text,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.fail_scheduled_action(p_id uuid, p_token uuid, p_reason text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS scheduled_actions
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.scheduled_actions;
+BEGIN
+    UPDATE charter.scheduled_actions
+    SET status = 'failed',
+        attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()),
+        last_attempt_result = 'failed',
+        last_attempt_error = left(p_reason, 2000),
+        claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('scheduled action', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION fail_scheduled_action(uuid,uuid,text,timestamp with time zone) TO charter_worker;
 
 CREATE OR REPLACE FUNCTION charter.forbid_change()
  RETURNS trigger
@@ -393,3 +596,185 @@ BEGIN
     RETURN NEW;
 END
 $function$;
+
+CREATE OR REPLACE FUNCTION charter.lease_lost(p_table text, p_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'CHA05',
+        MESSAGE = format('%s %s is no longer claimed under this lease', p_table, p_id);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.log_worker_attempt(p_kind text, p_level text, p_code text, p_process_id text, p_action text, p_event_hash text, p_message text, p_detail jsonb, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    INSERT INTO charter.system_log (kind, level, code, process_id, actor, action, event_hash,
+                                    message, detail, at)
+    VALUES ('worker.' || p_kind, p_level, p_code, p_process_id, 'automation', p_action,
+            p_event_hash, left(p_message, 2000), coalesce(p_detail, '{}'), coalesce(p_now, now()))
+$function$;
+GRANT EXECUTE ON FUNCTION log_worker_attempt(text,text,text,text,text,text,text,jsonb,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.reclaim_expired_leases(p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS TABLE(scheduled integer, queued integer)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+BEGIN
+    UPDATE charter.scheduled_actions
+    SET status = 'active',
+        claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE status = 'claimed' AND lease_expires_at < coalesce(p_now, now());
+    GET DIAGNOSTICS scheduled = ROW_COUNT;
+    UPDATE charter.automation_queue
+    SET status = 'pending',
+        claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE status = 'claimed' AND lease_expires_at < coalesce(p_now, now());
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN NEXT;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION reclaim_expired_leases(timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.release_automation_work(p_id uuid, p_token uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    WITH released AS (
+        UPDATE charter.automation_queue
+        SET status = 'pending',
+            claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+        WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM released)
+$function$;
+GRANT EXECUTE ON FUNCTION release_automation_work(uuid,uuid) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.release_scheduled_action(p_id uuid, p_token uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    WITH released AS (
+        UPDATE charter.scheduled_actions
+        SET status = 'active',
+            claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+        WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM released)
+$function$;
+GRANT EXECUTE ON FUNCTION release_scheduled_action(uuid,uuid) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.reschedule_scheduled_action(p_id uuid, p_token uuid, p_retry_at timestamp with time zone, p_error text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS scheduled_actions
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.scheduled_actions;
+BEGIN
+    UPDATE charter.scheduled_actions
+    SET status = 'active',
+        run_at = p_retry_at,
+        attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()),
+        last_attempt_result = 'transient_error',
+        last_attempt_error = left(p_error, 2000),
+        claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('scheduled action', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION reschedule_scheduled_action(uuid,uuid,timestamp with time zone,text,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.retry_automation_work(p_id uuid, p_token uuid, p_retry_at timestamp with time zone, p_error text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS automation_queue
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.automation_queue;
+BEGIN
+    UPDATE charter.automation_queue
+    SET status = 'pending', not_before = p_retry_at, attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'transient_error',
+        last_error = left(p_error, 2000),
+        claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('automation work', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION retry_automation_work(uuid,uuid,timestamp with time zone,text,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.skip_automation_work(p_id uuid, p_token uuid, p_reason text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS automation_queue
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.automation_queue;
+BEGIN
+    UPDATE charter.automation_queue
+    SET status = 'skipped', completed_at = coalesce(p_now, now()), attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'skipped',
+        last_error = left(p_reason, 2000),
+        claimed_by = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('automation work', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION skip_automation_work(uuid,uuid,text,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.skip_scheduled_action(p_id uuid, p_token uuid, p_reason text, p_next_run_at timestamp with time zone, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS scheduled_actions
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    result charter.scheduled_actions;
+BEGIN
+    UPDATE charter.scheduled_actions
+    SET status = CASE WHEN p_next_run_at IS NULL THEN 'skipped' ELSE 'active' END,
+        run_at = coalesce(p_next_run_at, run_at),
+        attempts = attempts + 1,
+        last_attempt_at = coalesce(p_now, now()),
+        last_attempt_result = 'skipped',
+        last_attempt_error = left(p_reason, 2000),
+        claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM charter.lease_lost('scheduled action', p_id);
+    END IF;
+    RETURN result;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION skip_scheduled_action(uuid,uuid,text,timestamp with time zone,timestamp with time zone) TO charter_worker;

@@ -15,7 +15,7 @@ CREATE TABLE charter.scheduled_actions (
     max_count integer CHECK (max_count >= 1),
     fire_count integer NOT NULL DEFAULT 0 CHECK (fire_count >= 0),
     status text NOT NULL DEFAULT 'active'
-        CHECK (status IN ('active', 'claimed', 'cancelled', 'exhausted', 'failed')),
+        CHECK (status IN ('active', 'claimed', 'cancelled', 'exhausted', 'skipped', 'failed')),
     -- Provenance: the event that scheduled this row.
     created_event_hash text NOT NULL REFERENCES charter.events (hash),
     created_by_action text NOT NULL,
@@ -68,6 +68,8 @@ CREATE TABLE charter.automation_queue (
     queued_by_actor text NOT NULL,
     queued_at timestamptz NOT NULL DEFAULT now(),
     claimed_at timestamptz,
+    -- After a transient failure the row waits until then before it is claimed again.
+    not_before timestamptz,
     completed_at timestamptz,
     fired_event_hash text REFERENCES charter.events (hash),
     attempts integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),

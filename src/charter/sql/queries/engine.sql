@@ -162,3 +162,25 @@ SELECT path, revision, version, deployed_at, deployed_by
 FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
+
+-- scheduled_action_row --
+-- One scheduled action by id (for the provenance check at fire time).
+SELECT * FROM charter.scheduled_actions WHERE id = %(id)s
+
+-- automation_queue_row --
+-- One automatic-action queue row by id (for the provenance check at fire time).
+SELECT * FROM charter.automation_queue WHERE id = %(id)s
+
+-- insert_firing --
+-- Record that a work occurrence fired; a second event for it violates the primary key.
+INSERT INTO charter.automation_firings (work_id, kind, occurrence, process_id, event_hash,
+                                        fired_at)
+VALUES (%(work_id)s, %(kind)s, %(occurrence)s, %(process_id)s, %(event_hash)s,
+        coalesce(%(now)s, now()))
+ON CONFLICT DO NOTHING
+RETURNING work_id
+
+-- firing_event --
+-- The event that fired a work occurrence, if it fired.
+SELECT event_hash FROM charter.automation_firings
+WHERE work_id = %(work_id)s AND occurrence = %(occurrence)s

@@ -1,0 +1,111 @@
+"""The fire-time check of `input.meta.automation` (DESIGN §3, §6.4).
+
+Only the automation actor may fire, only for a durable work row the engine itself
+wrote, only while that row is claimed by the worker named in the provenance, and only
+with provenance identical to what the row says. A second event for the same work
+occurrence is refused by a unique key (`duplicate`), so racing workers or an expired
+lease never yield two events.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from charter.core.envelope import Envelope
+from charter.core.errors import Duplicate, ReservedField, WrongState
+from charter.core.jsontypes import JsonValue
+from charter.engine.records import ActorContext
+from charter.engine.rules import automation_meta
+from charter.engine.store import Store
+from charter.engine.work import AUTO_ACTION, SCHEDULED_ACTION, WorkRow, without_provenance
+
+
+def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkRow | None:
+    """The claimed work row this event fires, or None for an ordinary event.
+
+    Raises ReservedField for forged or mismatched provenance and WrongState for a row
+    that is no longer claimed by the firing worker (cancelled, reclaimed, finished).
+    """
+    meta = automation_meta(envelope.input)
+    if meta is None:
+        if actor.is_automation:
+            raise ReservedField(
+                "the automation actor fires only durable work: input.meta.automation is required"
+            )
+        return None
+    if not actor.is_automation:
+        raise ReservedField("input.meta.automation is reserved for the automation actor")
+    row = _load(store, meta)
+    if row.process_id != envelope.process or row.action_name != envelope.action:
+        raise ReservedField(
+            f"work row {row.id} fires {row.action_name!r} on {row.process_id!r}, "
+            f"not {envelope.action!r} on {envelope.process!r}"
+        )
+    if without_provenance(envelope.input) != row.action_data:
+        raise ReservedField(f"the input does not match the data of work row {row.id}")
+    if not isinstance(meta, dict) or meta != row.provenance(worker=_worker(meta)):
+        raise ReservedField(f"input.meta.automation does not match work row {row.id}")
+    if row.status != "claimed" or row.claimed_by != meta.get("worker"):
+        raise WrongState(
+            f"work row {row.id} is {row.status}"
+            + (f" by {row.claimed_by}" if row.status == "claimed" else "")
+            + "; it cannot fire now"
+        )
+    return row
+
+
+def refuse_if_fired(store: Store, row: WorkRow) -> None:
+    """Duplicate, naming the earlier event, when this occurrence already fired.
+
+    Checked before the rules: a fired transition would otherwise look like a wrong
+    state, and the worker would record a skip for work that in fact happened.
+    """
+    fired = store.firing_event(row)
+    if fired is not None:
+        raise _already_fired(row, fired)
+
+
+def record_firing(store: Store, row: WorkRow, event_hash: str) -> None:
+    """Claim the work occurrence for this event, in its transaction."""
+    if not store.insert_firing(row, event_hash):
+        raise _already_fired(row, store.firing_event(row))
+
+
+def _already_fired(row: WorkRow, event_hash: str | None) -> Duplicate:
+    return Duplicate(
+        f"work row {row.id} already fired for {row.occurrence.isoformat()}",
+        event_hash=event_hash,
+    )
+
+
+def _load(store: Store, meta: JsonValue) -> WorkRow:
+    if not isinstance(meta, dict):
+        raise ReservedField("input.meta.automation must be an object")
+    kind, work_id = meta.get("kind"), meta.get("work_id")
+    if not isinstance(work_id, str) or not _is_uuid(work_id):
+        raise ReservedField("input.meta.automation.work_id must name a work row")
+    row: WorkRow | None
+    if kind == SCHEDULED_ACTION:
+        row = store.scheduled_row(work_id)
+    elif kind == AUTO_ACTION:
+        row = store.queue_row(work_id)
+    else:
+        raise ReservedField(
+            f"input.meta.automation.kind must be {SCHEDULED_ACTION!r} or {AUTO_ACTION!r}"
+        )
+    if row is None:
+        raise ReservedField(f"input.meta.automation names no {kind} {work_id}")
+    return row
+
+
+def _worker(meta: dict[str, JsonValue]) -> str | None:
+    worker = meta.get("worker")
+    return worker if isinstance(worker, str) else None
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,89 @@
+-- claim_scheduled_actions --
+-- Claim due scheduled actions under a lease (FOR UPDATE SKIP LOCKED inside).
+SELECT * FROM charter.claim_scheduled_actions(%(worker)s, %(lease_seconds)s, %(limit)s, %(now)s)
+
+-- claim_scheduled_action --
+-- Claim one active scheduled action, due or not.
+SELECT * FROM charter.claim_scheduled_action(%(id)s, %(worker)s, %(lease_seconds)s, %(now)s)
+
+-- complete_scheduled_action --
+-- Record an accepted fire; the row exhausts or waits for its next run.
+SELECT * FROM charter.complete_scheduled_action(%(id)s, %(token)s, %(event_hash)s,
+                                                %(next_run_at)s, %(now)s)
+
+-- skip_scheduled_action --
+-- Record a business skip; a recurring row waits for its next run.
+SELECT * FROM charter.skip_scheduled_action(%(id)s, %(token)s, %(reason)s, %(next_run_at)s,
+                                            %(now)s)
+
+-- fail_scheduled_action --
+-- Record a permanent failure.
+SELECT * FROM charter.fail_scheduled_action(%(id)s, %(token)s, %(reason)s, %(now)s)
+
+-- reschedule_scheduled_action --
+-- Record a transient failure; the same occurrence is retried at retry_at.
+SELECT * FROM charter.reschedule_scheduled_action(%(id)s, %(token)s, %(retry_at)s, %(error)s,
+                                                  %(now)s)
+
+-- release_scheduled_action --
+-- Give a claimed scheduled action back untouched.
+SELECT charter.release_scheduled_action(%(id)s, %(token)s)
+
+-- claim_automation_work_batch --
+-- Claim ready queue rows under a lease (FOR UPDATE SKIP LOCKED inside).
+SELECT * FROM charter.claim_automation_work_batch(%(worker)s, %(lease_seconds)s, %(limit)s,
+                                                  %(now)s)
+
+-- claim_automation_work --
+-- Claim one pending queue row.
+SELECT * FROM charter.claim_automation_work(%(id)s, %(worker)s, %(lease_seconds)s, %(now)s)
+
+-- complete_automation_work --
+-- Record an accepted fire of a queue row.
+SELECT * FROM charter.complete_automation_work(%(id)s, %(token)s, %(event_hash)s, %(now)s)
+
+-- skip_automation_work --
+-- Record a business skip of a queue row.
+SELECT * FROM charter.skip_automation_work(%(id)s, %(token)s, %(reason)s, %(now)s)
+
+-- fail_automation_work --
+-- Record a permanent failure of a queue row.
+SELECT * FROM charter.fail_automation_work(%(id)s, %(token)s, %(reason)s, %(now)s)
+
+-- retry_automation_work --
+-- Record a transient failure; the row is claimable again at retry_at.
+SELECT * FROM charter.retry_automation_work(%(id)s, %(token)s, %(retry_at)s, %(error)s, %(now)s)
+
+-- release_automation_work --
+-- Give a claimed queue row back untouched.
+SELECT charter.release_automation_work(%(id)s, %(token)s)
+
+-- reclaim_expired_leases --
+-- Return rows whose lease ran out to their queues.
+SELECT scheduled, queued FROM charter.reclaim_expired_leases(%(now)s)
+
+-- log_worker_attempt --
+-- Append the worker's diagnostics to the system log.
+SELECT charter.log_worker_attempt(%(kind)s, %(level)s, %(code)s, %(process_id)s, %(action)s,
+                                  %(event_hash)s, %(message)s, %(detail)s, %(now)s)
+
+-- next_wakeup --
+-- When the worker next has something to do: the earliest active run_at, the earliest
+-- claimable queue row, the earliest lease to expire.
+SELECT least(
+    (SELECT min(run_at) FROM charter.scheduled_actions WHERE status = 'active'),
+    (SELECT min(coalesce(not_before, queued_at)) FROM charter.automation_queue
+     WHERE status = 'pending'),
+    (SELECT min(lease_expires_at) FROM charter.scheduled_actions WHERE status = 'claimed'),
+    (SELECT min(lease_expires_at) FROM charter.automation_queue WHERE status = 'claimed')
+)
+
+-- process_head --
+-- The head a fired event must extend.
+SELECT head_hash FROM charter.processes WHERE id = %(id)s
+
+-- automation_actor_keys --
+-- The automation actor's active public key, if the actor exists.
+SELECT k.public_key
+FROM charter.actor_keys k
+WHERE k.actor_id = 'automation' AND k.retired_at IS NULL

@@ -1,0 +1,31 @@
+-- begin_snapshot --
+-- The first statement of a verification read: one consistent, read-only snapshot, so a
+-- process row and its events are seen as of the same commit.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY
+
+-- verification_events --
+-- Every column of a process's events in seq order, each with its exact envelope text.
+SELECT process_id, seq, hash, prev_hash, kind, envelope::text, signature, actor, actor_id,
+       actor_roles, action, workflow_path, workflow_version, cause_hash, received_at
+FROM charter.events
+WHERE process_id = %(process_id)s
+ORDER BY seq
+
+-- verification_events_by_hash --
+-- Events by hash (the causes of spawn geneses), with every column.
+SELECT process_id, seq, hash, prev_hash, kind, envelope::text, signature, actor, actor_id,
+       actor_roles, action, workflow_path, workflow_version, cause_hash, received_at
+FROM charter.events
+WHERE hash = ANY (%(hashes)s)
+
+-- verification_definitions --
+-- Workflow definitions by version, as their exact canonical text.
+SELECT version, definition::text
+FROM charter.workflow_definitions
+WHERE version = ANY (%(versions)s)
+
+-- all_process_ids --
+-- Every process id, oldest first (what `charter verify --all` walks).
+SELECT id
+FROM charter.processes
+ORDER BY created_at, id
