@@ -17,6 +17,7 @@ from enum import StrEnum
 from charter.automation.bookkeeping import Bookkeeping
 from charter.automation.recurrence import next_run_at
 from charter.core.clock import Clock
+from charter.core.crashpoints import FIRED_BEFORE_BOOKKEEPING, crash_point
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
 from charter.core.errors import CharterError, LeaseLost, StalePrev
@@ -92,6 +93,8 @@ class Firer:
     def fire(self, row: WorkRow) -> FireResult:
         """Submit the row's event and record what happened; never raises for a row."""
         result = self._submit(row)
+        if result.outcome is Outcome.ACCEPTED:
+            crash_point(FIRED_BEFORE_BOOKKEEPING)
         if result.code in KEY_FAILURES:
             self._release(row)
             raise WorkerKeyError(f"the engine refused the automation key: {result.message}")

@@ -1,29 +1,40 @@
-"""`charter up`: the database, its migrations and the API in one process."""
+"""`charter up`: database, migrations, automation key, API and worker in one process."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import signal
 import socket
-from types import FrameType
+from collections.abc import Iterator
+from pathlib import Path
 
 import typer
 import uvicorn
 from rich.console import Console
 
 from charter.api.app import create_app
+from charter.auth.tokens import create_token
+from charter.automation.keys import ensure_automation_actor, key_file
+from charter.automation.worker import AutomationWorker
 from charter.core.config import DEFAULT_HOST, DEFAULT_PORT, Settings
+from charter.core.ed25519 import write_private_file
 from charter.core.errors import ConfigurationError
-from charter.db.database import Database, connect
+from charter.db.database import Database, Role, connect
 from charter.db.embedded import database_url
 from charter.db.migrate import migrate
+from charter.engine.process_event import Engine
 
 
 def up(
     host: str = typer.Option(DEFAULT_HOST, help="Address to listen on."),
     port: int = typer.Option(DEFAULT_PORT, help="Port to listen on."),
+    demo: bool = typer.Option(
+        False, "--demo", help="Deploy the onboarding demo and drive it live."
+    ),
 ) -> None:
-    """Start Charter: database (embedded unless CHARTER_DATABASE_URL is set), migrations, API."""
+    """Start Charter: database (embedded unless CHARTER_DATABASE_URL), migrations, API, worker."""
     console = Console()
     settings = Settings.from_env()
     _check_port_free(host, port)
@@ -33,34 +44,101 @@ def up(
         with connect(url) as conn:
             applied = migrate(conn)
         console.print(f"[bold]schema[/]    {len(applied)} migration(s) applied, up to date")
-        with Database(url) as database:
-            server = uvicorn.Server(
-                uvicorn.Config(create_app(database), host=host, port=port, log_level="warning")
+        with Database(url, max_size=12) as database:
+            key = ensure_automation_actor(settings, database)
+            secret_where = (
+                "AUTOMATION_ACTOR_SK" if settings.automation_secret_key else key_file(settings)
             )
-            console.print(f"[bold]api[/]       http://{host}:{port}  (Ctrl-C stops everything)")
-            _run_until_signalled(server)
+            console.print(
+                f"[bold]automation[/] actor key {key.public_key_hex[:16]}… ({secret_where})"
+            )
+            token_path = _ensure_admin_token(settings, database)
+            console.print(f"[bold]admin token[/] {token_path}")
+            engine = Engine(database, max_skew_seconds=settings.clock_skew_seconds)
+            worker = AutomationWorker(database, url, key, engine=engine)
+            server = _QuietServer(
+                uvicorn.Config(
+                    create_app(database, engine=engine, settings=settings),
+                    host=host,
+                    port=port,
+                    log_level="warning",
+                )
+            )
+            api_url = f"http://{host}:{port}"
+            console.print(f"[bold]api[/]       {api_url}  (Ctrl-C stops everything)")
+            console.print(f"[bold]worker[/]    {worker.worker_id}")
+            demo_url = api_url if demo else None
+            asyncio.run(
+                _serve(
+                    server,
+                    worker,
+                    demo_url=demo_url,
+                    settings=settings,
+                    console=console,
+                    token_path=token_path,
+                )
+            )
     console.print("stopped cleanly")
 
 
-class _StopRequested(Exception):
-    """SIGTERM arrived: leave through the normal exits so the database stops cleanly."""
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: `charter up` stops API and worker together."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
-def _raise_stop(_signum: int, _frame: FrameType | None) -> None:
-    raise _StopRequested
+async def _serve(
+    server: uvicorn.Server,
+    worker: AutomationWorker,
+    *,
+    demo_url: str | None,
+    settings: Settings,
+    console: Console,
+    token_path: Path,
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    tasks = {
+        asyncio.create_task(server.serve(), name="charter-api"),
+        asyncio.create_task(worker.run(), name="charter-worker"),
+        asyncio.create_task(stop.wait(), name="charter-stop"),
+    }
+    if demo_url is not None:
+        from charter.demo import run_demo
 
-
-def _run_until_signalled(server: uvicorn.Server) -> None:
-    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal with the
-    # previous handlers restored; turn both into exceptions we catch here, so the
-    # `with` blocks above close the pools and stop the embedded server.
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
+        tasks.add(
+            asyncio.create_task(
+                run_demo(demo_url, settings, console, token_path), name="charter-demo"
+            )
+        )
     try:
-        server.run()
-    except (KeyboardInterrupt, _StopRequested):
-        pass
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task.get_name() == "charter-demo" and not task.cancelled():
+                task.result()
+                await stop.wait()  # the demo finished; keep serving until Ctrl-C
+            elif task.get_name() != "charter-stop":
+                task.result()  # a side task died: say why
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        server.should_exit = True
+        worker.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _ensure_admin_token(settings: Settings, database: Database) -> Path:
+    """On first start, an admin (`*`) token in $CHARTER_HOME/admin-token, mode 0600."""
+    path = settings.home / "admin-token"
+    if path.exists():
+        return path
+    with database.connection(Role.ENGINE) as conn:
+        token = create_token(conn, scopes=["*"], name="admin (charter up)", principal="admin")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    write_private_file(path, (token + "\n").encode("ascii"))
+    return path
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -157,8 +157,14 @@ def write_secret_key_file(
     Without `overwrite` an existing file is an error (O_EXCL); with it, a 0600 temporary
     file in the same directory replaces the old one atomically.
     """
+    write_private_file(path, (key.hex() + "\n").encode("ascii"), overwrite=overwrite)
+
+
+def write_private_file(
+    path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False
+) -> None:
+    """Write a secret (a key, a token) to a file that is 0600 from its first byte."""
     target = Path(path)
-    data = (key.hex() + "\n").encode("ascii")
     try:
         if overwrite:
             fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
@@ -179,9 +185,9 @@ def write_secret_key_file(
                     os.unlink(target)
                 raise
     except FileExistsError:
-        raise KeyFileError(f"key file {target} already exists; not overwriting it") from None
+        raise KeyFileError(f"{target} already exists; not overwriting it") from None
     except OSError as exc:
-        raise KeyFileError(f"cannot write key file {target}: {exc.strerror}") from None
+        raise KeyFileError(f"cannot write {target}: {exc.strerror}") from None
 
 
 def _write_and_close(fd: int, data: bytes) -> None:

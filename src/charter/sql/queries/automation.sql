@@ -87,3 +87,8 @@ SELECT head_hash FROM charter.processes WHERE id = %(id)s
 SELECT k.public_key
 FROM charter.actor_keys k
 WHERE k.actor_id = 'automation' AND k.retired_at IS NULL
+
+-- listen_for_work --
+-- Subscribe the listener connection to both wake-up channels.
+LISTEN scheduled_actions_changed;
+LISTEN automation_queue_changed
