@@ -125,6 +125,39 @@ GRANT SELECT ON charter.automation_queue TO charter_engine;
 GRANT SELECT ON charter.automation_queue TO charter_reader;
 GRANT SELECT ON charter.automation_queue TO charter_worker;
 
+CREATE TABLE charter.automations (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    principal text NOT NULL,
+    target text NOT NULL,
+    name text NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.automations ADD CONSTRAINT automations_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200)));
+ALTER TABLE charter.automations ADD CONSTRAINT automations_pkey PRIMARY KEY (id);
+ALTER TABLE charter.automations ADD CONSTRAINT automations_target_check CHECK ((target ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'::text));
+CREATE INDEX automations_by_principal ON charter.automations USING btree (principal, created_at, id);
+GRANT DELETE ON charter.automations TO charter_engine;
+GRANT INSERT ON charter.automations TO charter_engine;
+GRANT SELECT ON charter.automations TO charter_engine;
+GRANT UPDATE ON charter.automations TO charter_engine;
+GRANT SELECT ON charter.automations TO charter_reader;
+GRANT SELECT ON charter.automations TO charter_worker;
+
+CREATE TABLE charter.dpop_proofs (
+    jti text NOT NULL,
+    machine_id text NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+ALTER TABLE charter.dpop_proofs ADD CONSTRAINT dpop_proofs_jti_check CHECK (((length(jti) >= 16) AND (length(jti) <= 200)));
+ALTER TABLE charter.dpop_proofs ADD CONSTRAINT dpop_proofs_pkey PRIMARY KEY (jti);
+CREATE INDEX dpop_proofs_expiry ON charter.dpop_proofs USING btree (expires_at);
+GRANT DELETE ON charter.dpop_proofs TO charter_engine;
+GRANT INSERT ON charter.dpop_proofs TO charter_engine;
+GRANT SELECT ON charter.dpop_proofs TO charter_engine;
+
 CREATE TABLE charter.events (
     process_id text NOT NULL,
     seq integer NOT NULL,
@@ -169,6 +202,47 @@ GRANT SELECT ON charter.events TO charter_engine;
 GRANT SELECT ON charter.events TO charter_reader;
 GRANT SELECT ON charter.events TO charter_worker;
 
+CREATE TABLE charter.machines (
+    id text NOT NULL,
+    target text NOT NULL,
+    principal text NOT NULL,
+    thumbprint text NOT NULL,
+    public_jwk jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    disabled_at timestamp with time zone
+);
+ALTER TABLE charter.machines ADD CONSTRAINT machines_id_check CHECK ((id ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'::text));
+ALTER TABLE charter.machines ADD CONSTRAINT machines_pkey PRIMARY KEY (id);
+ALTER TABLE charter.machines ADD CONSTRAINT machines_public_jwk_check CHECK ((jsonb_typeof(public_jwk) = 'object'::text));
+ALTER TABLE charter.machines ADD CONSTRAINT machines_target_check CHECK ((target ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'::text));
+ALTER TABLE charter.machines ADD CONSTRAINT machines_thumbprint_check CHECK ((thumbprint ~ '^[A-Za-z0-9_-]{43}$'::text));
+ALTER TABLE charter.machines ADD CONSTRAINT machines_thumbprint_key UNIQUE (thumbprint);
+CREATE INDEX machines_by_target ON charter.machines USING btree (target);
+GRANT INSERT ON charter.machines TO charter_engine;
+GRANT SELECT ON charter.machines TO charter_engine;
+GRANT UPDATE ON charter.machines TO charter_engine;
+GRANT SELECT ON charter.machines TO charter_reader;
+GRANT SELECT ON charter.machines TO charter_worker;
+
+CREATE TABLE charter.plans (
+    automation_id uuid NOT NULL,
+    version integer NOT NULL,
+    steps jsonb NOT NULL,
+    allowlist jsonb,
+    limits jsonb,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.plans ADD CONSTRAINT plans_automation_id_fkey FOREIGN KEY (automation_id) REFERENCES automations(id) ON DELETE CASCADE;
+ALTER TABLE charter.plans ADD CONSTRAINT plans_pkey PRIMARY KEY (automation_id);
+ALTER TABLE charter.plans ADD CONSTRAINT plans_steps_check CHECK (((jsonb_typeof(steps) = 'array'::text) AND (jsonb_array_length(steps) >= 1)));
+ALTER TABLE charter.plans ADD CONSTRAINT plans_version_check CHECK ((version = 1));
+GRANT DELETE ON charter.plans TO charter_engine;
+GRANT INSERT ON charter.plans TO charter_engine;
+GRANT SELECT ON charter.plans TO charter_engine;
+GRANT UPDATE ON charter.plans TO charter_engine;
+GRANT SELECT ON charter.plans TO charter_reader;
+GRANT SELECT ON charter.plans TO charter_worker;
+
 CREATE TABLE charter.processes (
     id text NOT NULL,
     workflow_path text NOT NULL,
@@ -199,6 +273,102 @@ GRANT SELECT ON charter.processes TO charter_engine;
 GRANT SELECT ON charter.processes TO charter_reader;
 GRANT SELECT ON charter.processes TO charter_worker;
 GRANT UPDATE (state, data, head_hash, seq, updated_at) ON charter.processes TO charter_engine;
+
+CREATE TABLE charter.run_steps (
+    run_id uuid NOT NULL,
+    step_id text NOT NULL,
+    position integer NOT NULL,
+    status text NOT NULL,
+    idempotency_key text NOT NULL,
+    output jsonb,
+    error text,
+    attempts integer DEFAULT 1 NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone
+);
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_attempts_check CHECK ((attempts >= 1));
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_check CHECK (((status = 'completed'::text) = ((output IS NOT NULL) AND (finished_at IS NOT NULL))));
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_pkey PRIMARY KEY (run_id, step_id);
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_position_check CHECK (("position" >= 0));
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(id);
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_run_id_position_key UNIQUE (run_id, "position");
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text])));
+ALTER TABLE charter.run_steps ADD CONSTRAINT run_steps_step_id_check CHECK (((length(step_id) >= 1) AND (length(step_id) <= 128)));
+CREATE TRIGGER run_steps_guard BEFORE DELETE OR UPDATE ON charter.run_steps FOR EACH ROW EXECUTE FUNCTION guard_run_step();
+CREATE TRIGGER run_steps_no_truncate BEFORE TRUNCATE ON charter.run_steps FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.run_steps TO charter_engine;
+GRANT SELECT ON charter.run_steps TO charter_engine;
+GRANT UPDATE ON charter.run_steps TO charter_engine;
+GRANT SELECT ON charter.run_steps TO charter_reader;
+GRANT SELECT ON charter.run_steps TO charter_worker;
+
+CREATE TABLE charter.runs (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    automation_id uuid NOT NULL,
+    trigger_id uuid,
+    trigger_kind text NOT NULL,
+    principal text NOT NULL,
+    target text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    plan jsonb NOT NULL,
+    input jsonb DEFAULT '{}'::jsonb NOT NULL,
+    dedupe_key text,
+    scheduled_for timestamp with time zone,
+    lease_owner text,
+    lease_token uuid,
+    lease_expires_at timestamp with time zone,
+    retry_at timestamp with time zone,
+    attempts integer DEFAULT 0 NOT NULL,
+    output jsonb,
+    error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone
+);
+ALTER TABLE charter.runs ADD CONSTRAINT runs_attempts_check CHECK ((attempts >= 0));
+ALTER TABLE charter.runs ADD CONSTRAINT runs_dedupe_key_key UNIQUE (dedupe_key);
+ALTER TABLE charter.runs ADD CONSTRAINT runs_finished_when_done CHECK (((status = ANY (ARRAY['completed'::text, 'failed'::text])) = (finished_at IS NOT NULL)));
+ALTER TABLE charter.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
+ALTER TABLE charter.runs ADD CONSTRAINT runs_plan_check CHECK ((jsonb_typeof(plan) = 'object'::text));
+ALTER TABLE charter.runs ADD CONSTRAINT runs_running_has_lease CHECK (((status <> 'running'::text) OR ((lease_owner IS NOT NULL) AND (lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL))));
+ALTER TABLE charter.runs ADD CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'completed'::text, 'failed'::text])));
+ALTER TABLE charter.runs ADD CONSTRAINT runs_trigger_kind_check CHECK ((trigger_kind = ANY (ARRAY['schedule'::text, 'webhook'::text, 'manual'::text])));
+CREATE INDEX runs_by_automation ON charter.runs USING btree (automation_id, created_at, id);
+CREATE INDEX runs_by_principal ON charter.runs USING btree (principal, created_at, id);
+CREATE INDEX runs_claimable ON charter.runs USING btree (target, COALESCE(retry_at, created_at)) WHERE (status = 'pending'::text);
+CREATE INDEX runs_leases ON charter.runs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE TRIGGER runs_guard BEFORE DELETE OR UPDATE ON charter.runs FOR EACH ROW EXECUTE FUNCTION guard_run();
+CREATE TRIGGER runs_no_truncate BEFORE TRUNCATE ON charter.runs FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.runs TO charter_engine;
+GRANT SELECT ON charter.runs TO charter_engine;
+GRANT UPDATE ON charter.runs TO charter_engine;
+GRANT SELECT ON charter.runs TO charter_reader;
+GRANT SELECT ON charter.runs TO charter_worker;
+
+CREATE TABLE charter.schedule_triggers (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    automation_id uuid NOT NULL,
+    cron text NOT NULL,
+    timezone text NOT NULL,
+    next_run_at timestamp with time zone NOT NULL,
+    remaining_occurrences integer,
+    enabled boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.schedule_triggers ADD CONSTRAINT schedule_triggers_automation_id_fkey FOREIGN KEY (automation_id) REFERENCES automations(id) ON DELETE CASCADE;
+ALTER TABLE charter.schedule_triggers ADD CONSTRAINT schedule_triggers_cron_check CHECK (((length(cron) >= 9) AND (length(cron) <= 200)));
+ALTER TABLE charter.schedule_triggers ADD CONSTRAINT schedule_triggers_pkey PRIMARY KEY (id);
+ALTER TABLE charter.schedule_triggers ADD CONSTRAINT schedule_triggers_remaining_occurrences_check CHECK ((remaining_occurrences >= 0));
+ALTER TABLE charter.schedule_triggers ADD CONSTRAINT schedule_triggers_timezone_check CHECK (((length(timezone) >= 1) AND (length(timezone) <= 64)));
+CREATE INDEX schedule_triggers_by_automation ON charter.schedule_triggers USING btree (automation_id);
+CREATE INDEX schedule_triggers_due ON charter.schedule_triggers USING btree (next_run_at) WHERE (enabled AND ((remaining_occurrences IS NULL) OR (remaining_occurrences > 0)));
+GRANT DELETE ON charter.schedule_triggers TO charter_engine;
+GRANT INSERT ON charter.schedule_triggers TO charter_engine;
+GRANT SELECT ON charter.schedule_triggers TO charter_engine;
+GRANT UPDATE ON charter.schedule_triggers TO charter_engine;
+GRANT SELECT ON charter.schedule_triggers TO charter_reader;
+GRANT SELECT ON charter.schedule_triggers TO charter_worker;
 
 CREATE TABLE charter.scheduled_actions (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -295,6 +465,30 @@ GRANT INSERT ON charter.system_log TO charter_engine;
 GRANT SELECT ON charter.system_log TO charter_engine;
 GRANT SELECT ON charter.system_log TO charter_reader;
 GRANT SELECT ON charter.system_log TO charter_worker;
+
+CREATE TABLE charter.webhook_triggers (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    automation_id uuid NOT NULL,
+    source text NOT NULL,
+    event text,
+    secret text NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.webhook_triggers ADD CONSTRAINT webhook_triggers_automation_id_fkey FOREIGN KEY (automation_id) REFERENCES automations(id) ON DELETE CASCADE;
+ALTER TABLE charter.webhook_triggers ADD CONSTRAINT webhook_triggers_event_check CHECK (((length(event) >= 1) AND (length(event) <= 200)));
+ALTER TABLE charter.webhook_triggers ADD CONSTRAINT webhook_triggers_pkey PRIMARY KEY (id);
+ALTER TABLE charter.webhook_triggers ADD CONSTRAINT webhook_triggers_secret_check CHECK ((secret ~ '^whsec_[A-Za-z0-9+/=]{16,}$'::text));
+ALTER TABLE charter.webhook_triggers ADD CONSTRAINT webhook_triggers_source_check CHECK (((length(source) >= 1) AND (length(source) <= 200)));
+CREATE INDEX webhook_triggers_by_automation ON charter.webhook_triggers USING btree (automation_id);
+CREATE INDEX webhook_triggers_by_source ON charter.webhook_triggers USING btree (source, event);
+GRANT DELETE ON charter.webhook_triggers TO charter_engine;
+GRANT INSERT ON charter.webhook_triggers TO charter_engine;
+GRANT SELECT ON charter.webhook_triggers TO charter_engine;
+GRANT UPDATE ON charter.webhook_triggers TO charter_engine;
+GRANT SELECT (id, automation_id, source, event, enabled, created_at, updated_at) ON charter.webhook_triggers TO charter_reader;
+GRANT SELECT (id, automation_id, source, event, enabled, created_at, updated_at) ON charter.webhook_triggers TO charter_worker;
 
 CREATE TABLE charter.workflow_definitions (
     version text NOT NULL,
@@ -592,6 +786,54 @@ BEGIN
                 ERRCODE = 'CHA03',
                 MESSAGE = format('process %s: the head must move forward onto its latest event', OLD.id);
         END IF;
+    END IF;
+    RETURN NEW;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.guard_run()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA01', MESSAGE = 'runs are permanent history';
+    END IF;
+    IF NEW.id <> OLD.id OR NEW.automation_id <> OLD.automation_id
+       OR NEW.trigger_id IS DISTINCT FROM OLD.trigger_id OR NEW.trigger_kind <> OLD.trigger_kind
+       OR NEW.principal <> OLD.principal OR NEW.target <> OLD.target
+       OR NEW.plan <> OLD.plan OR NEW.input <> OLD.input
+       OR NEW.dedupe_key IS DISTINCT FROM OLD.dedupe_key
+       OR NEW.scheduled_for IS DISTINCT FROM OLD.scheduled_for
+       OR NEW.created_at <> OLD.created_at THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA04',
+            MESSAGE = format('run %s: its plan snapshot and identity are immutable', OLD.id);
+    END IF;
+    IF OLD.status IN ('completed', 'failed') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA04', MESSAGE = format('run %s is %s: finished runs never change', OLD.id, OLD.status);
+    END IF;
+    RETURN NEW;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.guard_run_step()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA01', MESSAGE = 'the step journal is permanent';
+    END IF;
+    IF OLD.status = 'completed' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA04',
+            MESSAGE = format('step %s of run %s is completed: it never runs again', OLD.step_id, OLD.run_id);
+    END IF;
+    IF NEW.run_id <> OLD.run_id OR NEW.step_id <> OLD.step_id OR NEW.position <> OLD.position
+       OR NEW.idempotency_key <> OLD.idempotency_key THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA04', MESSAGE = 'a journal row keeps its identity and key';
     END IF;
     RETURN NEW;
 END

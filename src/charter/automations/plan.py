@@ -1,0 +1,104 @@
+"""Automation plans: `{"version": 1, "steps": [{"id", "actionId", "input"}, ...]}`.
+
+A plan is a small declarative sequence of one or more tool actions (second seed, axiom
+21) with unique step ids (axiom 26). It is validated when set on an automation and
+again by the executor on the snapshot a run carries: an invalid plan fails the run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from charter.core.errors import CharterError
+from charter.core.ijson import check_value
+from charter.core.jsontypes import JsonObject, JsonValue
+
+STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+ACTION_ID = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
+MAX_STEPS = 100
+_PLAN_KEYS = {"version", "steps"}
+_STEP_KEYS = {"id", "actionId", "input"}
+
+
+class InvalidPlan(CharterError):
+    """The plan is not a valid version 1 plan."""
+
+    code = "invalid_plan"
+    http_status = 422
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    action_id: str
+    input: JsonValue
+
+    def to_json(self) -> JsonObject:
+        return {"id": self.id, "actionId": self.action_id, "input": self.input}
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+    version: int = 1
+
+    def to_json(self) -> JsonObject:
+        return {"version": self.version, "steps": [s.to_json() for s in self.steps]}
+
+
+def parse_plan(value: JsonValue) -> Plan:
+    """Validate a plan document; InvalidPlan lists every problem at once."""
+    problems: list[str] = []
+    if not isinstance(value, dict):
+        raise InvalidPlan("a plan must be an object", problems=["/: not an object"])
+    unknown = sorted(set(value) - _PLAN_KEYS)
+    if unknown:
+        problems.append(f"/: unknown keys {unknown}")
+    if value.get("version") != 1 or isinstance(value.get("version"), bool):
+        problems.append("/version: must be 1")
+    raw_steps = value.get("steps")
+    steps: list[Step] = []
+    if not isinstance(raw_steps, list) or not raw_steps:
+        problems.append("/steps: must be a non-empty list")
+        raw_steps = []
+    elif len(raw_steps) > MAX_STEPS:
+        problems.append(f"/steps: at most {MAX_STEPS} steps")
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_steps):
+        step = _step(raw, f"/steps/{index}", problems)
+        if step is None:
+            continue
+        if step.id in seen:
+            problems.append(f"/steps/{index}/id: duplicate step id {step.id!r}")
+        seen.add(step.id)
+        steps.append(step)
+    if problems:
+        raise InvalidPlan(f"invalid plan: {problems[0]}", problems=problems)
+    return Plan(tuple(steps))
+
+
+def _step(raw: JsonValue, pointer: str, problems: list[str]) -> Step | None:
+    if not isinstance(raw, dict):
+        problems.append(f"{pointer}: a step must be an object")
+        return None
+    before = len(problems)
+    unknown = sorted(set(raw) - _STEP_KEYS)
+    if unknown:
+        problems.append(f"{pointer}: unknown keys {unknown}")
+    step_id, action_id = raw.get("id"), raw.get("actionId")
+    if not isinstance(step_id, str) or not STEP_ID.fullmatch(step_id):
+        problems.append(f"{pointer}/id: must match {STEP_ID.pattern}")
+    if not isinstance(action_id, str) or not ACTION_ID.fullmatch(action_id):
+        problems.append(f"{pointer}/actionId: must be a dotted action name like 'http.request'")
+    if "input" not in raw:
+        problems.append(f"{pointer}/input: required (use {{}} for none)")
+    else:
+        try:
+            check_value(raw["input"])
+        except CharterError as exc:
+            problems.append(f"{pointer}/input: {exc.message}")
+    if len(problems) > before:
+        return None
+    assert isinstance(step_id, str) and isinstance(action_id, str)
+    return Step(step_id, action_id, raw["input"])
