@@ -98,7 +98,6 @@ def _step(raw: JsonValue, pointer: str, problems: list[str]) -> Step | None:
             check_value(raw["input"])
         except CharterError as exc:
             problems.append(f"{pointer}/input: {exc.message}")
-    if len(problems) > before:
+    if len(problems) > before or not isinstance(step_id, str) or not isinstance(action_id, str):
         return None
-    assert isinstance(step_id, str) and isinstance(action_id, str)
     return Step(step_id, action_id, raw["input"])
