@@ -1,0 +1,217 @@
+"""The durable run ledger (second seed, axioms 20 and 23): admission inserts runs with
+an immutable plan snapshot; an unclaimed run waits there, never dropped.
+
+Admission only inserts runs; it never delivers them. One run per trigger occurrence is
+enforced by the unique `dedupe_key`, never by a read-then-write.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Literal, Self
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from charter.core.errors import Malformed, NotFound
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339
+from charter.db.errors import translated
+from charter.db.queries import query
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+TriggerKind = Literal["schedule", "webhook", "manual"]
+RUN_STATUSES = ("pending", "running", "completed", "failed")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: uuid.UUID
+    automation_id: uuid.UUID
+    trigger_id: uuid.UUID | None
+    trigger_kind: str
+    principal: str
+    target: str
+    status: str
+    plan: JsonObject
+    input: JsonValue
+    dedupe_key: str | None
+    scheduled_for: datetime | None
+    lease_owner: str | None
+    lease_token: uuid.UUID | None
+    lease_expires_at: datetime | None
+    retry_at: datetime | None
+    attempts: int
+    output: JsonValue
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> Self:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+    def to_json(self) -> JsonObject:
+        """The API shape; the lease token is a secret of the machine holding it."""
+        return {
+            "id": str(self.id),
+            "automation_id": str(self.automation_id),
+            "trigger_id": str(self.trigger_id) if self.trigger_id else None,
+            "trigger_kind": self.trigger_kind,
+            "target": self.target,
+            "status": self.status,
+            "plan": self.plan,
+            "input": self.input,
+            "scheduled_for": _time(self.scheduled_for),
+            "lease_owner": self.lease_owner,
+            "lease_expires_at": _time(self.lease_expires_at),
+            "retry_at": _time(self.retry_at),
+            "attempts": self.attempts,
+            "output": self.output,
+            "error": self.error,
+            "created_at": _time(self.created_at),
+            "started_at": _time(self.started_at),
+            "finished_at": _time(self.finished_at),
+        }
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    run_id: uuid.UUID
+    step_id: str
+    position: int
+    status: str
+    idempotency_key: str
+    output: JsonValue
+    error: str | None
+    attempts: int
+    started_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> Self:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+    def to_json(self) -> JsonObject:
+        return {
+            "step_id": self.step_id,
+            "position": self.position,
+            "status": self.status,
+            "idempotency_key": self.idempotency_key,
+            "output": self.output,
+            "error": self.error,
+            "attempts": self.attempts,
+            "started_at": _time(self.started_at),
+            "finished_at": _time(self.finished_at),
+        }
+
+
+def admit_run(
+    conn: Conn,
+    *,
+    automation_id: uuid.UUID | str,
+    trigger_kind: TriggerKind,
+    trigger_id: uuid.UUID | str | None = None,
+    input: JsonValue = None,
+    dedupe_key: str | None = None,
+    scheduled_for: datetime | None = None,
+    now: datetime | None = None,
+) -> RunRecord | None:
+    """Insert a pending run snapshotting the plan; None if this occurrence was admitted
+    already, or the automation is paused or has no plan."""
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            query("admit_run"),
+            {
+                "automation_id": automation_id,
+                "trigger_id": trigger_id,
+                "trigger_kind": trigger_kind,
+                "input": Jsonb(input if input is not None else {}),
+                "dedupe_key": dedupe_key,
+                "scheduled_for": scheduled_for,
+                "now": now,
+            },
+        ).fetchone()
+    return RunRecord.from_dict(row) if row else None
+
+
+def get_run(conn: Conn, principal: str, run_id: uuid.UUID | str) -> RunRecord:
+    """A run of `principal`'s; NotFound for others' runs too (no existence leak)."""
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            query("get_run"), {"id": _uuid(run_id), "principal": principal}
+        ).fetchone()
+    if row is None:
+        raise NotFound(f"no run {run_id}")
+    return RunRecord.from_dict(row)
+
+
+def run_steps(conn: Conn, run_id: uuid.UUID | str) -> list[StepRecord]:
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(query("run_steps"), {"run_id": _uuid(run_id)}).fetchall()
+    return [StepRecord.from_dict(r) for r in rows]
+
+
+def list_runs(
+    conn: Conn,
+    principal: str,
+    *,
+    status: str | None = None,
+    automation_id: uuid.UUID | str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> tuple[list[RunRecord], str | None]:
+    """A page of runs, newest first, and the cursor of the next page (None at the end)."""
+    if status is not None and status not in RUN_STATUSES:
+        raise Malformed(f"status must be one of {list(RUN_STATUSES)}")
+    if not 1 <= limit <= 500:
+        raise Malformed("limit must be between 1 and 500")
+    before_created, before_id = decode_cursor(cursor) if cursor else (None, None)
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            query("list_runs"),
+            {
+                "principal": principal,
+                "status": status,
+                "automation_id": _uuid(automation_id) if automation_id else None,
+                "before_created": before_created,
+                "before_id": before_id,
+                "limit": limit + 1,
+            },
+        ).fetchall()
+    records = [RunRecord.from_dict(r) for r in rows[:limit]]
+    following = encode_cursor(records[-1].created_at, records[-1].id) if len(rows) > limit else None
+    return records, following
+
+
+def encode_cursor(created_at: datetime, row_id: uuid.UUID) -> str:
+    """An opaque keyset cursor: where the next page starts."""
+    raw = f"{created_at.isoformat()}|{row_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created, row_id = raw.split("|")
+        return datetime.fromisoformat(created), uuid.UUID(row_id)
+    except (ValueError, UnicodeDecodeError):
+        raise Malformed("cursor is not one this API returned") from None
+
+
+def _uuid(value: uuid.UUID | str) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise NotFound(f"no such id {value!r}") from None
+
+
+def _time(moment: datetime | None) -> str | None:
+    return format_rfc3339(moment) if moment is not None else None
