@@ -188,7 +188,7 @@ class Store:
         actor: str,
     ) -> str:
         row = self.conn.execute(
-            query("insert_schedule"),
+            query("insert_scheduled_action"),
             {
                 "schedule_id": schedule_id,
                 "process_id": process_id,

@@ -80,7 +80,7 @@ WHERE process_id = %(process_id)s
   AND status IN ('active', 'claimed')
 RETURNING id, schedule_id, action_name, run_at
 
--- insert_schedule --
+-- insert_scheduled_action --
 -- A scheduled action with its provenance.
 INSERT INTO charter.scheduled_actions (schedule_id, process_id, workflow_path, action_name,
     action_data, run_at, interval, until_ts, max_count, created_event_hash, created_by_action,
