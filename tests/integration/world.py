@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +22,8 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.engine import actors
 from charter.engine.process_event import Accepted, Engine
+from charter.engine.work import ScheduledRow, WorkRow, fired_input
+from tests.conftest import create_database, drop_database, unique_name
 
 ONBOARDING = "customer/retail/retail-customer"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "onboarding.json"
@@ -58,6 +62,56 @@ class World:
             row = Bookkeeping(conn, worker_id).claim_queue_one(str(work_id[0]), lease_seconds=60)
         assert row is not None
         return self.firer(worker_id).fire(row)
+
+    def claim_schedule(
+        self,
+        process_id: str,
+        schedule_id: str,
+        worker_id: str = "test-worker",
+        lease_seconds: int = 60,
+    ) -> ScheduledRow:
+        """Claim the live row of a schedule id on a process at the fake now or, if it is not
+        due yet, at its due time (claims only ever take due rows)."""
+        with self.database.connection(Role.WORKER) as conn, conn.transaction():
+            work_id = conn.execute(
+                "SELECT id, coalesce(not_before, run_at) FROM charter.scheduled_actions"
+                " WHERE process_id = %s AND schedule_id = %s AND status = 'active'",
+                (process_id, schedule_id),
+            ).fetchone()
+            assert work_id is not None, f"no active {schedule_id} on {process_id}"
+            due = work_id[1]
+            assert isinstance(due, datetime)
+            books = Bookkeeping(conn, worker_id, now=max(self.clock.now(), due))
+            row = books.claim_scheduled_one(str(work_id[0]), lease_seconds=lease_seconds)
+        assert row is not None
+        return row
+
+    def fired_submission(
+        self,
+        row: WorkRow,
+        *,
+        input_: dict[str, Any] | None = None,
+        action: str | None = None,
+        process: str | None = None,
+    ) -> Submission:
+        """What a worker submits for `row` (automation-signed, on the current head);
+        `input_`, `action` and `process` override the honest values, for forgeries."""
+        process_id = process or row.process_id
+        with self.database.connection(Role.READER) as conn:
+            head = conn.execute(
+                "SELECT head_hash FROM charter.processes WHERE id = %s", (process_id,)
+            ).fetchone()
+        envelope = Envelope(
+            v=1,
+            process=process_id,
+            workflow=row.workflow_path,
+            action=action or row.action_name,
+            input=fired_input(row) if input_ is None else input_,
+            prev=str(head[0]) if head and head[0] is not None else None,
+            actor=self.keys["automation"].public_key_hex,
+            at=format_rfc3339(self.clock.now()),
+        )
+        return sign(envelope, self.keys["automation"])
 
     def deploy(self, path: str, definition: JsonValue) -> str:
         with self.database.connection(Role.ENGINE) as conn:
@@ -127,3 +181,15 @@ def table_snapshot(database: Database) -> dict[str, list[tuple[Any, ...]]]:
             ).fetchall()
             snapshot[table] = rows
     return snapshot
+
+
+@contextmanager
+def scratch_database(admin_url: str, template: str) -> Iterator[Database]:
+    """A migrated database of one test's own, for tests that claim every due row."""
+    name = unique_name("charter_t_scratch")
+    url = create_database(admin_url, name, template=template)
+    try:
+        with Database(url, max_size=4) as db:
+            yield db
+    finally:
+        drop_database(admin_url, name)

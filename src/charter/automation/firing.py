@@ -41,7 +41,7 @@ class Outcome(StrEnum):
     SKIPPED = "skipped"
     RETRY = "transient_error"
     FAILED = "failed"
-    LOST = "lost"  # someone else holds or finished the row: nothing of ours to record
+    LOST = "lost"  # our lease is gone: the row's state is someone else's to record
 
 
 class WorkerKeyError(CharterError):
@@ -67,7 +67,10 @@ class FiringPolicy:
     retry_cap_seconds: float = 300.0
 
     def retry_at(self, now: datetime, attempts: int) -> datetime:
-        delay = min(self.retry_cap_seconds, self.retry_base_seconds * 2 ** max(0, attempts))
+        # The exponent is capped: 2.0 ** 1024 overflows, and the cap is reached long before.
+        delay = min(
+            self.retry_cap_seconds, self.retry_base_seconds * 2.0 ** min(max(0, attempts), 32)
+        )
         return now + timedelta(seconds=delay)
 
 
@@ -125,7 +128,8 @@ class Firer:
                     # Fired before (by us before a crash, or by a racing worker): the
                     # occurrence happened, so it is completed, not skipped or retried.
                     return FireResult(row, Outcome.ACCEPTED, event_hash=fired, code=exc.code)
-                return FireResult(row, _classify(exc.code), code=exc.code, message=exc.message)
+                message = f"{exc.code}: {exc.message}"
+                return FireResult(row, _classify(exc.code), code=exc.code, message=message)
             except Exception as exc:  # an engine bug must not kill the worker loop
                 log.exception("firing %s failed unexpectedly", row.id)
                 return FireResult(row, Outcome.FAILED, code="internal", message=repr(exc))
@@ -152,8 +156,6 @@ class Firer:
                                         result.message)  # fmt: skip
                 elif outcome is Outcome.FAILED:
                     books.fail(row, result.message)
-                elif outcome is Outcome.LOST:
-                    books.release(row)
                 books.log(
                     f"{row.kind}.{result.outcome.value}",
                     level="info" if result.outcome is Outcome.ACCEPTED else "warning",
@@ -184,8 +186,8 @@ def _classify(code: str) -> Outcome:
         return Outcome.SKIPPED
     if code in TRANSIENT:
         return Outcome.RETRY
-    if code == ALREADY_FIRED:
-        return Outcome.LOST
+    # Anything else — `duplicate` without an earlier firing of this occurrence included
+    # (say, a spawn whose child exists) — is a permanent failure after the retry budget.
     return Outcome.FAILED
 
 

@@ -6,7 +6,21 @@ import sys
 
 import typer
 
-from charter.cli import actors, db, keys, processes, submit, tokens, up, workflows
+from charter.cli import (
+    actors,
+    automations,
+    db,
+    keys,
+    machine,
+    processes,
+    runs,
+    submit,
+    tokens,
+    up,
+    verify,
+    worker,
+    workflows,
+)
 from charter.core.errors import CharterError
 
 app = typer.Typer(
@@ -21,7 +35,13 @@ app.add_typer(keys.app, name="keys")
 app.add_typer(workflows.app, name="workflows")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(actors.app, name="actors")
+app.add_typer(automations.app, name="automations")
+app.add_typer(runs.app, name="runs")
+app.add_typer(machine.app, name="machine")
 app.command("up")(up.up)
+app.command("verify")(verify.verify)
+app.command("export")(verify.export)
+app.command("worker")(worker.worker)
 app.command("submit")(submit.submit)
 app.command("show")(processes.show)
 app.command("history")(processes.history)

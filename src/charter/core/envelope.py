@@ -65,7 +65,10 @@ class Envelope:
         message = canonical_bytes(self.to_json())
         object.__setattr__(self, "_message", message)
         # JCS writes each member's value as is, so swapping `input` for {} (2 bytes) shrinks
-        # the message by exactly the canonical size of `input` minus 2.
+        # the message by exactly the canonical size of `input` minus 2. `input` is never
+        # larger than the whole message, so a small message needs no second encoding.
+        if len(message) <= MAX_INPUT_BYTES:
+            return
         skeleton = canonical_bytes(self.to_json() | {"input": {}})
         input_size = len(message) - len(skeleton) + 2
         if input_size > MAX_INPUT_BYTES:

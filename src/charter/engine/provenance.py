@@ -15,7 +15,7 @@ from charter.core.envelope import Envelope
 from charter.core.errors import Duplicate, ReservedField, WrongState
 from charter.core.jsontypes import JsonValue
 from charter.engine.records import ActorContext
-from charter.engine.rules import automation_meta
+from charter.engine.rules import has_automation_meta
 from charter.engine.store import Store
 from charter.engine.work import AUTO_ACTION, SCHEDULED_ACTION, WorkRow, without_provenance
 
@@ -26,8 +26,7 @@ def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkR
     Raises ReservedField for forged or mismatched provenance and WrongState for a row
     that is no longer claimed by the firing worker (cancelled, reclaimed, finished).
     """
-    meta = automation_meta(envelope.input)
-    if meta is None:
+    if not has_automation_meta(envelope.input):
         if actor.is_automation:
             raise ReservedField(
                 "the automation actor fires only durable work: input.meta.automation is required"
@@ -35,6 +34,8 @@ def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkR
         return None
     if not actor.is_automation:
         raise ReservedField("input.meta.automation is reserved for the automation actor")
+    holder = envelope.input.get("meta")
+    meta = holder.get("automation") if isinstance(holder, dict) else None
     row = _load(store, meta)
     if row.process_id != envelope.process or row.action_name != envelope.action:
         raise ReservedField(

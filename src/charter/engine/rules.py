@@ -48,10 +48,10 @@ class Decision:
     auto: tuple[AutoWork, ...]
 
 
-def automation_meta(input_: JsonObject) -> JsonValue:
-    """`input.meta.automation`, or None when absent."""
+def has_automation_meta(input_: JsonObject) -> bool:
+    """Whether `input.meta.automation` is set at all (even to null: the key is reserved)."""
     meta = input_.get("meta")
-    return meta.get("automation") if isinstance(meta, dict) else None
+    return isinstance(meta, dict) and "automation" in meta
 
 
 def decide(
@@ -79,7 +79,7 @@ def decide(
     scope = _scope(process, envelope, actor, event_hash)
     if action.when is not None and not action.when.holds(scope):
         raise ConditionFailed(f"action {action.name!r}: `when` is false ({action.when.source})")
-    if automation_meta(envelope.input) is not None and not actor.is_automation:
+    if has_automation_meta(envelope.input) and not actor.is_automation:
         # Checked again, against the work row, by the engine (engine/provenance.py).
         raise ReservedField("input.meta.automation is reserved for the automation actor")
     before = process.document if process is not None else {}

@@ -31,6 +31,7 @@ class ScheduledRow:
     action_name: str
     action_data: JsonObject
     run_at: datetime
+    not_before: datetime | None
     interval: str | None
     until_ts: datetime | None
     max_count: int | None

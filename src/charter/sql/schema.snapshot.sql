@@ -378,6 +378,7 @@ CREATE TABLE charter.scheduled_actions (
     action_name text NOT NULL,
     action_data jsonb DEFAULT '{}'::jsonb NOT NULL,
     run_at timestamp with time zone NOT NULL,
+    not_before timestamp with time zone,
     interval text,
     until_ts timestamp with time zone,
     max_count integer,
@@ -415,7 +416,7 @@ ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_pkey PRIM
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_schedule_id_check CHECK (((length(schedule_id) >= 1) AND (length(schedule_id) <= 128)));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'claimed'::text, 'cancelled'::text, 'exhausted'::text, 'skipped'::text, 'failed'::text])));
-CREATE INDEX scheduled_actions_due ON charter.scheduled_actions USING btree (run_at) WHERE (status = 'active'::text);
+CREATE INDEX scheduled_actions_due ON charter.scheduled_actions USING btree (COALESCE(not_before, run_at)) WHERE (status = 'active'::text);
 CREATE INDEX scheduled_actions_leases ON charter.scheduled_actions USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
 CREATE UNIQUE INDEX scheduled_actions_one_live ON charter.scheduled_actions USING btree (process_id, schedule_id) WHERE (status = ANY (ARRAY['active'::text, 'claimed'::text]));
 CREATE INDEX scheduled_actions_process ON charter.scheduled_actions USING btree (process_id);
@@ -571,7 +572,8 @@ AS $function$
     SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
         lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
         lease_token = gen_random_uuid()
-    WHERE id = p_id AND status = 'active'
+    -- Only when due: nobody fires an SLA escalation before its deadline.
+    WHERE id = p_id AND status = 'active' AND coalesce(not_before, run_at) <= coalesce(p_now, now())
     RETURNING *
 $function$;
 GRANT EXECUTE ON FUNCTION claim_scheduled_action(uuid,text,integer,timestamp with time zone) TO charter_worker;
@@ -584,8 +586,8 @@ CREATE OR REPLACE FUNCTION charter.claim_scheduled_actions(p_worker text, p_leas
 AS $function$
     WITH due AS (
         SELECT id FROM charter.scheduled_actions
-        WHERE status = 'active' AND run_at <= coalesce(p_now, now())
-        ORDER BY run_at
+        WHERE status = 'active' AND coalesce(not_before, run_at) <= coalesce(p_now, now())
+        ORDER BY coalesce(not_before, run_at)
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     )
@@ -636,6 +638,7 @@ BEGIN
     UPDATE charter.scheduled_actions
     SET status = CASE WHEN p_next_run_at IS NULL THEN 'exhausted' ELSE 'active' END,
         run_at = coalesce(p_next_run_at, run_at),
+        not_before = NULL,
         fire_count = fire_count + 1,
         attempts = attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
@@ -657,6 +660,7 @@ GRANT EXECUTE ON FUNCTION complete_scheduled_action(uuid,uuid,text,timestamp wit
 CREATE OR REPLACE FUNCTION charter.event_extends_head()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 DECLARE
     head_seq integer;
@@ -764,6 +768,7 @@ $function$;
 CREATE OR REPLACE FUNCTION charter.guard_process_head()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 BEGIN
     IF TG_OP = 'DELETE' THEN
@@ -930,7 +935,7 @@ DECLARE
 BEGIN
     UPDATE charter.scheduled_actions
     SET status = 'active',
-        run_at = p_retry_at,
+        not_before = p_retry_at,
         attempts = attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'transient_error',
@@ -1006,6 +1011,7 @@ BEGIN
     UPDATE charter.scheduled_actions
     SET status = CASE WHEN p_next_run_at IS NULL THEN 'skipped' ELSE 'active' END,
         run_at = coalesce(p_next_run_at, run_at),
+        not_before = NULL,
         attempts = attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'skipped',

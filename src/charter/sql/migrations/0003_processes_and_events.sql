@@ -58,8 +58,10 @@ ALTER TABLE charter.processes
     REFERENCES charter.events (hash) DEFERRABLE INITIALLY DEFERRED;
 
 -- An event must extend its process head exactly: next seq, prev = current head.
+-- Custom plans: a generic plan cached while the tables were empty would keep
+-- scanning them sequentially as they grow (seen on freshly created databases).
 CREATE FUNCTION charter.event_extends_head() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
     head_seq integer;
     head text;
@@ -91,7 +93,7 @@ CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON charter.events
 
 -- A process head only moves forward, onto an event that exists; identity is fixed.
 CREATE FUNCTION charter.guard_process_head() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         RAISE EXCEPTION USING ERRCODE = 'CHA01', MESSAGE = 'processes are never deleted';

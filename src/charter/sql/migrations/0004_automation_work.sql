@@ -9,6 +9,9 @@ CREATE TABLE charter.scheduled_actions (
     action_name text NOT NULL,
     action_data jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(action_data) = 'object'),
     run_at timestamptz NOT NULL,
+    -- After a transient failure the same occurrence waits until then; run_at (the
+    -- occurrence, and the recurrence grid) stays as it was.
+    not_before timestamptz,
     -- The `every` duration as written in the workflow (e.g. '1y'); NULL for one-shots.
     interval text,
     until_ts timestamptz,
@@ -47,7 +50,8 @@ CREATE TABLE charter.scheduled_actions (
 -- One live row per schedule id and process; finished rows are kept as history.
 CREATE UNIQUE INDEX scheduled_actions_one_live
     ON charter.scheduled_actions (process_id, schedule_id) WHERE status IN ('active', 'claimed');
-CREATE INDEX scheduled_actions_due ON charter.scheduled_actions (run_at) WHERE status = 'active';
+CREATE INDEX scheduled_actions_due
+    ON charter.scheduled_actions ((coalesce(not_before, run_at))) WHERE status = 'active';
 CREATE INDEX scheduled_actions_leases
     ON charter.scheduled_actions (lease_expires_at) WHERE status = 'claimed';
 CREATE INDEX scheduled_actions_process ON charter.scheduled_actions (process_id);

@@ -44,8 +44,8 @@ CREATE FUNCTION charter.claim_scheduled_actions(
 LANGUAGE sql SECURITY DEFINER SET search_path = charter, pg_temp AS $$
     WITH due AS (
         SELECT id FROM charter.scheduled_actions
-        WHERE status = 'active' AND run_at <= coalesce(p_now, now())
-        ORDER BY run_at
+        WHERE status = 'active' AND coalesce(not_before, run_at) <= coalesce(p_now, now())
+        ORDER BY coalesce(not_before, run_at)
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     )
@@ -66,7 +66,8 @@ LANGUAGE sql SECURITY DEFINER SET search_path = charter, pg_temp AS $$
     SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
         lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
         lease_token = gen_random_uuid()
-    WHERE id = p_id AND status = 'active'
+    -- Only when due: nobody fires an SLA escalation before its deadline.
+    WHERE id = p_id AND status = 'active' AND coalesce(not_before, run_at) <= coalesce(p_now, now())
     RETURNING *
 $$;
 
@@ -82,6 +83,7 @@ BEGIN
     UPDATE charter.scheduled_actions
     SET status = CASE WHEN p_next_run_at IS NULL THEN 'exhausted' ELSE 'active' END,
         run_at = coalesce(p_next_run_at, run_at),
+        not_before = NULL,
         fire_count = fire_count + 1,
         attempts = attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
@@ -111,6 +113,7 @@ BEGIN
     UPDATE charter.scheduled_actions
     SET status = CASE WHEN p_next_run_at IS NULL THEN 'skipped' ELSE 'active' END,
         run_at = coalesce(p_next_run_at, run_at),
+        not_before = NULL,
         attempts = attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'skipped',
@@ -148,7 +151,7 @@ BEGIN
 END
 $$;
 
--- Transient failure: the same occurrence is retried at p_retry_at.
+-- Transient failure: the same occurrence (run_at unchanged) is retried at p_retry_at.
 CREATE FUNCTION charter.reschedule_scheduled_action(
     p_id uuid, p_token uuid, p_retry_at timestamptz, p_error text, p_now timestamptz DEFAULT NULL
 ) RETURNS charter.scheduled_actions
@@ -158,7 +161,7 @@ DECLARE
 BEGIN
     UPDATE charter.scheduled_actions
     SET status = 'active',
-        run_at = p_retry_at,
+        not_before = p_retry_at,
         attempts = attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'transient_error',

@@ -3,7 +3,7 @@
 SELECT * FROM charter.claim_scheduled_actions(%(worker)s, %(lease_seconds)s, %(limit)s, %(now)s)
 
 -- claim_scheduled_action --
--- Claim one active scheduled action, due or not.
+-- Claim one active scheduled action if it is due.
 SELECT * FROM charter.claim_scheduled_action(%(id)s, %(worker)s, %(lease_seconds)s, %(now)s)
 
 -- complete_scheduled_action --
@@ -71,7 +71,8 @@ SELECT charter.log_worker_attempt(%(kind)s, %(level)s, %(code)s, %(process_id)s,
 -- When the worker next has something to do: the earliest active run_at, the earliest
 -- claimable queue row, the earliest lease to expire.
 SELECT least(
-    (SELECT min(run_at) FROM charter.scheduled_actions WHERE status = 'active'),
+    (SELECT min(coalesce(not_before, run_at)) FROM charter.scheduled_actions
+     WHERE status = 'active'),
     (SELECT min(coalesce(not_before, queued_at)) FROM charter.automation_queue
      WHERE status = 'pending'),
     (SELECT min(lease_expires_at) FROM charter.scheduled_actions WHERE status = 'claimed'),

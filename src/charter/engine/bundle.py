@@ -1,0 +1,174 @@
+"""The export bundle, `charter-export/1`: Evidence as one JSON document (docs/verification.md).
+
+An auditor verifies a bundle offline with nothing else: it carries the process row, every
+event with its exact envelope text, the workflow definitions the events were decided
+against (and the causes' definitions), and the events that caused spawn geneses.
+Reading a bundle checks shapes and types only; what the values mean is the verifier's job.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from charter.core import ijson
+from charter.core.errors import Malformed
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import TimeFormatError, parse_rfc3339
+from charter.engine.evidence import EventRow, Evidence
+from charter.engine.records import ProcessView
+
+FORMAT = "charter-export/1"
+
+
+def bundle_json(evidence: Evidence) -> JsonObject:
+    """The bundle of `evidence`."""
+    return {
+        "format": FORMAT,
+        "process": process_json(evidence.process),
+        "events": [event_json(event) for event in evidence.events],
+        "workflows": dict(sorted(evidence.workflows.items())),
+        "causes": {key: event_json(event) for key, event in sorted(evidence.causes.items())},
+    }
+
+
+def process_json(process: ProcessView) -> JsonObject:
+    """The `<process>` shape of DESIGN §8 plus `parent_event`, the hash that spawned it."""
+    return process.to_json() | {"parent_event": process.parent_event}
+
+
+def event_json(event: EventRow) -> JsonObject:
+    """A stored event (DESIGN §3) with its exact `envelope_text` and the row's columns."""
+    try:
+        shown: JsonValue = ijson.loads(event.envelope_text)
+    except Malformed:
+        shown = None  # the text itself is the evidence; the verifier names what is wrong
+    return {
+        "seq": event.seq,
+        "hash": event.hash,
+        "envelope": shown,
+        "signature": event.signature,
+        "kind": event.kind,
+        "workflow_version": event.workflow_version,
+        "received_at": event.received_at,
+        "actor_id": event.actor_id,
+        "actor_roles": list(event.actor_roles),
+        "envelope_text": event.envelope_text,
+        "process_id": event.process_id,
+        "prev_hash": event.prev_hash,
+        "actor": event.actor,
+        "action": event.action,
+        "workflow_path": event.workflow_path,
+        "cause_hash": event.cause_hash,
+    }
+
+
+def evidence_from_bundle(bundle: JsonValue) -> Evidence:
+    """Read a bundle; Malformed names the first field that has the wrong shape."""
+    top = _Object(bundle, "bundle")
+    if top.value.get("format") != FORMAT:
+        raise Malformed(f"bundle.format must be {FORMAT!r}")
+    events_value = top.value.get("events")
+    if not isinstance(events_value, list):
+        raise Malformed("bundle.events must be an array")
+    workflows = top.member_object("workflows")
+    causes = top.member_object("causes")
+    return Evidence(
+        process=_process(top.value.get("process")),
+        events=tuple(_event(item, f"bundle.events[{i}]") for i, item in enumerate(events_value)),
+        workflows=dict(workflows),
+        causes={key: _event(item, f"bundle.causes[{key[:16]!r}]") for key, item in causes.items()},
+    )
+
+
+class _Object:
+    """Typed reads of one JSON object's members, each failure naming `where.member`."""
+
+    def __init__(self, value: JsonValue, where: str) -> None:
+        if not isinstance(value, dict):
+            raise Malformed(f"{where} must be an object")
+        self.value = value
+        self.where = where
+
+    def _fail(self, name: str, what: str) -> Malformed:
+        return Malformed(f"{self.where}.{name} must be {what}")
+
+    def get(self, name: str) -> JsonValue:
+        """A member that must be present (null allowed where the type says so)."""
+        if name not in self.value:
+            raise Malformed(f"{self.where}.{name} is missing")
+        return self.value[name]
+
+    def text(self, name: str) -> str:
+        value = self.get(name)
+        if not isinstance(value, str):
+            raise self._fail(name, "a string")
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        value = self.get(name)
+        if value is not None and not isinstance(value, str):
+            raise self._fail(name, "a string or null")
+        return value
+
+    def integer(self, name: str) -> int:
+        value = self.get(name)
+        if type(value) is not int:
+            raise self._fail(name, "an integer")
+        return value
+
+    def member_object(self, name: str) -> JsonObject:
+        value = self.get(name)
+        if not isinstance(value, dict):
+            raise self._fail(name, "an object")
+        return value
+
+    def texts(self, name: str) -> tuple[str, ...]:
+        value = self.get(name)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self._fail(name, "an array of strings")
+        return tuple(item for item in value if isinstance(item, str))
+
+    def time(self, name: str) -> datetime | None:
+        text = self.optional_text(name)
+        try:
+            return parse_rfc3339(text) if text is not None else None
+        except TimeFormatError:
+            raise self._fail(name, "an RFC 3339 timestamp or null") from None
+
+
+def _process(value: JsonValue) -> ProcessView:
+    row = _Object(value, "bundle.process")
+    return ProcessView(
+        id=row.text("id"),
+        workflow=row.text("workflow"),
+        state=row.text("state"),
+        data=row.member_object("data"),
+        head=row.optional_text("head"),
+        seq=row.integer("seq"),
+        parent=row.optional_text("parent"),
+        parent_event=row.optional_text("parent_event"),
+        created_at=row.time("created_at"),
+        updated_at=row.time("updated_at"),
+    )
+
+
+def _event(value: JsonValue, where: str) -> EventRow:
+    row = _Object(value, where)
+    return EventRow(
+        process_id=row.text("process_id"),
+        seq=row.integer("seq"),
+        hash=row.text("hash"),
+        prev_hash=row.optional_text("prev_hash"),
+        kind=row.text("kind"),
+        envelope_text=row.text("envelope_text"),
+        signature=row.optional_text("signature"),
+        actor=row.text("actor"),
+        actor_id=row.text("actor_id"),
+        actor_roles=row.texts("actor_roles"),
+        action=row.text("action"),
+        workflow_path=row.text("workflow_path"),
+        workflow_version=row.text("workflow_version"),
+        cause_hash=row.optional_text("cause_hash"),
+        received_at=row.optional_text("received_at"),
+        shown_envelope=row.get("envelope"),
+    )

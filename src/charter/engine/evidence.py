@@ -1,0 +1,130 @@
+"""What verification reads and what it reports (DESIGN §3).
+
+`Evidence` is everything needed to check one process: its row, its events with every
+stored column, the workflow definitions they name and the events that caused spawn
+geneses. It comes from the database or from an export bundle, so the checks that run
+over it are the same in both places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from charter.core import ijson
+from charter.core.envelope import Envelope
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.engine.records import ProcessView
+
+# Every problem code a report can carry (docs/verification.md explains each one).
+CODES = frozenset(
+    {
+        "hash_mismatch",
+        "not_canonical",
+        "bad_envelope",
+        "field_mismatch",
+        "bad_signature",
+        "unsigned_event",
+        "seq_gap",
+        "seq_duplicate",
+        "seq_order",
+        "broken_link",
+        "bad_cause",
+        "head_mismatch",
+        "workflow_hash_mismatch",
+        "missing_workflow",
+        "replay_rejected",
+        "replay_mismatch",
+        "malformed_bundle",
+    }
+)
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One stored event with every column the events table keeps.
+
+    `envelope_text` is the exact text that was hashed and signed; `actor`, `action`,
+    `workflow_path`, `prev_hash` and `cause_hash` are the row's copies of envelope fields,
+    and `actor_id`/`actor_roles` the decision context (unsigned: the engine's record).
+    """
+
+    process_id: str
+    seq: int
+    hash: str
+    prev_hash: str | None
+    kind: str
+    envelope_text: str
+    signature: str | None
+    actor: str
+    actor_id: str
+    actor_roles: tuple[str, ...]
+    action: str
+    workflow_path: str
+    workflow_version: str
+    cause_hash: str | None
+    received_at: str | None
+    # The parsed envelope an export shows beside its text; None when read from the database.
+    shown_envelope: JsonValue | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One process and everything needed to verify it."""
+
+    process: ProcessView
+    events: tuple[EventRow, ...]
+    workflows: Mapping[str, JsonValue]  # version → definition
+    causes: Mapping[str, EventRow]  # hash → event that caused a spawn genesis
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: the event's seq (None for the process or the evidence as a whole)."""
+
+    seq: int | None
+    code: str
+    message: str
+
+    def to_json(self) -> JsonObject:
+        return {"seq": self.seq, "code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class VerificationReport:
+    """The result of verifying one process: `ok` exactly when there are no problems."""
+
+    ok: bool
+    events: int
+    problems: tuple[Problem, ...]
+
+    @classmethod
+    def of(cls, events: int, problems: list[Problem]) -> VerificationReport:
+        ordered = sorted(problems, key=_problem_order)
+        return cls(ok=not ordered, events=events, problems=tuple(ordered))
+
+    def to_json(self) -> JsonObject:
+        """The `GET /v1/processes/{id}/verify` body (DESIGN §8)."""
+        return {
+            "ok": self.ok,
+            "events": self.events,
+            "problems": [problem.to_json() for problem in self.problems],
+        }
+
+
+def _problem_order(problem: Problem) -> tuple[Any, ...]:
+    # Process-wide problems first, then by seq; the order of discovery within a seq holds.
+    return (problem.seq is not None, problem.seq or 0)
+
+
+def parse_envelope(text: str) -> Envelope:
+    """The envelope in `text` (strict I-JSON, every v1 rule), or Malformed."""
+    return Envelope.from_json(ijson.loads(text))
+
+
+def short(digest: str | None) -> str:
+    """A hash shortened for messages (12 hex characters are plenty to tell them apart)."""
+    if digest is None:
+        return "null"
+    return digest[:12] + "…" if len(digest) > 12 else digest

@@ -1,0 +1,151 @@
+"""Verify a process's hash chain and export it for offline audit (DESIGN §3, §8).
+
+`verify_process` and `export_bundle` read one consistent snapshot as the reader role, in
+a handful of queries whatever the number of events (no per-event round trips);
+`verify_bundle` needs no database at all. Both run the same pure checks (`verify.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+
+from charter.core import ijson
+from charter.core.errors import Malformed, UnknownProcess
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339
+from charter.db.database import Database, Role
+from charter.db.queries import query
+from charter.engine.bundle import bundle_json, evidence_from_bundle
+from charter.engine.evidence import EventRow, Evidence, Problem, VerificationReport
+from charter.engine.genesis import MAX_CAUSE_DEPTH
+from charter.engine.records import ProcessView
+from charter.engine.store import Store
+from charter.engine.verify import verify_evidence
+
+__all__ = [
+    "Problem",
+    "VerificationReport",
+    "export_bundle",
+    "load_evidence",
+    "process_ids",
+    "verify_bundle",
+    "verify_process",
+]
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+def verify_process(
+    database: Database, process_id: str, *, replay: bool = False
+) -> VerificationReport:
+    """Verify a stored process (UnknownProcess if there is none); `replay` re-derives state."""
+    return verify_evidence(load_evidence(database, process_id), replay_state=replay)
+
+
+def export_bundle(database: Database, process_id: str) -> JsonObject:
+    """The `charter-export/1` bundle of a stored process (UnknownProcess if there is none)."""
+    return bundle_json(load_evidence(database, process_id))
+
+
+def verify_bundle(bundle: JsonValue, *, replay: bool = False) -> VerificationReport:
+    """Verify an export bundle with no database; a bundle of the wrong shape is one problem."""
+    try:
+        evidence = evidence_from_bundle(bundle)
+    except Malformed as exc:
+        return VerificationReport.of(0, [Problem(None, "malformed_bundle", exc.message)])
+    return verify_evidence(evidence, replay_state=replay)
+
+
+def process_ids(database: Database) -> list[str]:
+    """Every process id, oldest first."""
+    with database.connection(Role.READER) as conn:
+        return [str(row[0]) for row in conn.execute(query("all_process_ids"))]
+
+
+def load_evidence(database: Database, process_id: str) -> Evidence:
+    """A process, its events, their definitions and spawn causes, as of one snapshot."""
+    with database.connection(Role.READER) as conn, conn.transaction():
+        # A repeatable-read snapshot: an event committed between two of these reads
+        # would otherwise look like a head that does not match its events.
+        conn.execute(query("begin_snapshot"))
+        process = Store(conn).get_process(process_id)
+        if process is None:
+            raise UnknownProcess(f"no process {process_id!r}")
+        events = tuple(
+            _event_row(row)
+            for row in conn.execute(query("verification_events"), {"process_id": process_id})
+        )
+        causes = _causes(conn, process, events)
+        versions = {event.workflow_version for event in events}
+        versions |= {event.workflow_version for event in causes.values()}
+        workflows = _definitions(conn, versions)
+    return Evidence(process=process, events=events, workflows=workflows, causes=causes)
+
+
+def _causes(conn: Conn, process: ProcessView, events: tuple[EventRow, ...]) -> dict[str, EventRow]:
+    """The events that caused the genesis, following nested spawns to a signed event.
+
+    Every hash that claims to be a cause is fetched (the process row's, the row column's
+    and the envelope's), so a disagreement between them is visible to the verifier.
+    """
+    wanted = {process.parent_event}
+    if events:
+        wanted |= {events[0].cause_hash, _declared_cause(events[0].envelope_text)}
+    found: dict[str, EventRow] = {}
+    for _ in range(MAX_CAUSE_DEPTH + 1):
+        missing = sorted(h for h in wanted if h is not None and h not in found)
+        if not missing:
+            break
+        fetched = [
+            _event_row(row)
+            for row in conn.execute(query("verification_events_by_hash"), {"hashes": missing})
+        ]
+        found |= {event.hash: event for event in fetched}
+        wanted = {event.cause_hash for event in fetched}
+        wanted |= {_declared_cause(event.envelope_text) for event in fetched}
+    return found
+
+
+def _declared_cause(text: str) -> str | None:
+    try:
+        value = ijson.loads(text)
+    except Malformed:
+        return None
+    cause = value.get("cause") if isinstance(value, dict) else None
+    return cause if isinstance(cause, str) else None
+
+
+def _definitions(conn: Conn, versions: Iterable[str]) -> dict[str, JsonValue]:
+    found: dict[str, JsonValue] = {}
+    rows = conn.execute(query("verification_definitions"), {"versions": sorted(versions)})
+    for version, text in rows:
+        try:
+            found[str(version)] = ijson.loads(str(text))
+        except Malformed:
+            # The json column keeps what I-JSON refuses (duplicate keys): keep the text
+            # itself, whose hash cannot be the version, so the verifier reports it.
+            found[str(version)] = str(text)
+    return found
+
+
+def _event_row(row: tuple[Any, ...]) -> EventRow:
+    return EventRow(
+        process_id=str(row[0]),
+        seq=int(row[1]),
+        hash=str(row[2]),
+        prev_hash=row[3],
+        kind=str(row[4]),
+        envelope_text=str(row[5]),
+        signature=row[6],
+        actor=str(row[7]),
+        actor_id=str(row[8]),
+        actor_roles=tuple(row[9]),
+        action=str(row[10]),
+        workflow_path=str(row[11]),
+        workflow_version=str(row[12]),
+        cause_hash=row[13],
+        received_at=format_rfc3339(row[14]) if row[14] is not None else None,
+    )
