@@ -1,4 +1,5 @@
-"""`charter up`: database, migrations, automation key, API and worker in one process."""
+"""`charter up`: database, migrations, automation key, API, worker and cron admission in one
+process."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from charter.api.app import create_app
 from charter.auth.tokens import create_token
 from charter.automation.keys import ensure_automation_actor, key_file
 from charter.automation.worker import AutomationWorker
+from charter.automations.admission import CronAdmission
 from charter.core.config import DEFAULT_HOST, DEFAULT_PORT, Settings
 from charter.core.ed25519 import write_private_file
 from charter.core.errors import ConfigurationError
@@ -32,6 +34,9 @@ def up(
     port: int = typer.Option(DEFAULT_PORT, help="Port to listen on."),
     demo: bool = typer.Option(
         False, "--demo", help="Deploy the onboarding demo and drive it live."
+    ),
+    cron_interval: float = typer.Option(
+        5.0, "--cron-interval", min=0.1, help="Seconds between cron admission ticks."
     ),
 ) -> None:
     """Start Charter: database (embedded unless CHARTER_DATABASE_URL), migrations, API, worker."""
@@ -67,11 +72,14 @@ def up(
             api_url = f"http://{host}:{port}"
             console.print(f"[bold]api[/]       {api_url}  (Ctrl-C stops everything)")
             console.print(f"[bold]worker[/]    {worker.worker_id}")
+            crons = CronAdmission(database, interval=cron_interval)
+            console.print(f"[bold]cron[/]      admission every {cron_interval:g} s")
             demo_url = api_url if demo else None
             asyncio.run(
                 _serve(
                     server,
                     worker,
+                    crons,
                     demo_url=demo_url,
                     settings=settings,
                     console=console,
@@ -92,6 +100,7 @@ class _QuietServer(uvicorn.Server):
 async def _serve(
     server: uvicorn.Server,
     worker: AutomationWorker,
+    crons: CronAdmission,
     *,
     demo_url: str | None,
     settings: Settings,
@@ -105,6 +114,8 @@ async def _serve(
     tasks = {
         asyncio.create_task(server.serve(), name="charter-api"),
         asyncio.create_task(worker.run(), name="charter-worker"),
+        # Admission only inserts runs; its ticks log their own failures and go on.
+        asyncio.create_task(crons.run(), name="charter-cron"),
         asyncio.create_task(stop.wait(), name="charter-stop"),
     }
     if demo_url is not None:
@@ -126,6 +137,7 @@ async def _serve(
     finally:
         server.should_exit = True
         worker.stop()
+        crons.stop()
         await asyncio.gather(*tasks, return_exceptions=True)
 
 

@@ -1,0 +1,114 @@
+"""`POST /events`: Standard Webhooks deliveries admitted as runs (DESIGN §7, §10).
+
+Routing headers name whose automations and which target the delivery is for; the
+signature (not a bearer token) is the authority. Responses:
+
+- 202 `{"runs": [ids]}`: the delivery verified; one pending run per matching trigger
+  (an empty list for a replayed `webhook-id` or an event no trigger wants). 202, not
+  201: runs are queued for a machine, nothing has executed yet.
+- 400: routing headers missing or invalid, body not strict JSON, no source.
+- 401: Standard Webhooks headers missing or malformed, timestamp outside ±5 minutes, or
+  no matching trigger's secret verifies the signature; nothing is created.
+- 413: body over the limit (the app's BodyLimit counts the bytes, with or without a
+  Content-Length).
+- any other 4xx raised inside passes through with its message (the seed's rule);
+  anything else is a 500 with one generic message, the cause only in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from charter.api.state import Services, services
+from charter.automations.admission import receive_event
+from charter.automations.ledger import RunRecord
+from charter.core.errors import CharterError, Malformed
+from charter.db.database import Role
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(tags=["webhooks"])
+
+PRINCIPAL_HEADER = "x-charter-principal"
+TARGET_HEADER = "x-charter-target"
+# The forms the tokens table and the automations table allow.
+_PRINCIPAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+_TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+class AutomationsFailed(CharterError):
+    """Automations service failed"""
+
+    code = "internal"
+    http_status = 500
+
+
+@dataclass(frozen=True)
+class EventRoute:
+    principal: str
+    target: str
+
+
+def event_route(request: Request) -> EventRoute:
+    """The routing headers, trimmed; Malformed (400) unless both are present and valid."""
+    principal = request.headers.get(PRINCIPAL_HEADER, "").strip()
+    target = request.headers.get(TARGET_HEADER, "").strip()
+    if not principal or not target:
+        raise Malformed(
+            "webhook routing headers X-Charter-Principal and X-Charter-Target are required"
+        )
+    if not _PRINCIPAL.fullmatch(principal):
+        raise Malformed(f"X-Charter-Principal must match {_PRINCIPAL.pattern}")
+    if not _TARGET.fullmatch(target):
+        raise Malformed(f"X-Charter-Target must match {_TARGET.pattern}")
+    return EventRoute(principal, target)
+
+
+@router.post(
+    "/events",
+    status_code=202,
+    responses={
+        202: {"description": '`{"runs": [run id, ...]}`: one pending run per matching trigger'},
+        400: {"description": "routing headers missing, body not strict JSON, no source"},
+        401: {"description": "signature missing, stale or not verified; nothing created"},
+        413: {"description": "body over 2 MiB"},
+    },
+)
+async def receive_webhook(
+    request: Request, context: Annotated[Services, Depends(services)]
+) -> JSONResponse:
+    """Admit a Standard Webhooks delivery as runs of the matching webhook triggers."""
+    try:
+        route = event_route(request)
+        raw_body = await request.body()  # read once: the signature covers these bytes
+        runs = await run_in_threadpool(_admit, context, route, request, raw_body)
+    except CharterError as exc:
+        if 400 <= exc.http_status < 500:
+            raise
+        log.error("webhook admission failed: %s", exc.message, exc_info=exc)
+        raise AutomationsFailed() from None
+    except Exception as exc:
+        log.error("webhook admission failed", exc_info=exc)
+        raise AutomationsFailed() from None
+    return JSONResponse({"runs": [str(run.id) for run in runs]}, status_code=202)
+
+
+def _admit(
+    context: Services, route: EventRoute, request: Request, raw_body: bytes
+) -> list[RunRecord]:
+    with context.database.connection(Role.ENGINE) as conn:
+        return receive_event(
+            conn,
+            principal=route.principal,
+            target=route.target,
+            headers=request.headers,
+            raw_body=raw_body,
+            now=context.engine.clock.now(),
+        )
