@@ -1,35 +1,61 @@
-"""The API application factory."""
+"""The API application factory: routers per area, one error table, the body limit."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 
 from charter import __version__
+from charter.api import (
+    routes_actors,
+    routes_automations,
+    routes_events,
+    routes_machine,
+    routes_ops,
+    routes_processes,
+    routes_runs,
+    routes_webhooks,
+    routes_workflows,
+)
 from charter.api.errors import install_error_handlers
-from charter.core.errors import CharterError
-from charter.db.database import Database, Role
-from charter.db.queries import query
+from charter.api.limits import BodyLimit
+from charter.api.metrics import RequestMetrics
+from charter.api.state import Services
+from charter.core.clock import Clock
+from charter.core.config import Settings
+from charter.db.database import Database
+from charter.engine.process_event import Engine, Reads
 
 
-def create_app(database: Database) -> FastAPI:
-    """An API bound to one database."""
-    app = FastAPI(title="Charter", version=__version__)
+def create_app(
+    database: Database,
+    *,
+    engine: Engine | None = None,
+    clock: Clock | None = None,
+    settings: Settings | None = None,
+) -> FastAPI:
+    """An API bound to one database (and to `engine`, or one made with `clock`)."""
+    settings = settings or Settings.from_env()
+    engine = engine or Engine(database, clock=clock, max_skew_seconds=settings.clock_skew_seconds)
+    app = FastAPI(
+        title="Charter",
+        version=__version__,
+        description="Governed workflows: signed, hash-chained events on PostgreSQL.",
+    )
+    app.state.charter = Services(database, engine, Reads(database), settings)
     install_error_handlers(app)
-
-    @app.get("/healthz", tags=["operations"])
-    def healthz() -> Any:
-        """Liveness and readiness: the database answers and is migrated."""
-        try:
-            with database.connection(Role.READER) as conn:
-                row = conn.execute(query("health")).fetchone()
-        except CharterError as exc:
-            return JSONResponse(
-                {"ok": False, "error": {"code": exc.code, "message": exc.message}},
-                status_code=503,
-            )
-        return {"ok": True, "version": __version__, "schema_version": row[0] if row else 0}
-
+    # Added last = outermost: metrics see the final status, including 413s.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestMetrics)
+    for module in (
+        routes_ops,
+        routes_events,
+        routes_processes,
+        routes_workflows,
+        routes_actors,
+        routes_automations,
+        routes_runs,
+        routes_webhooks,
+        routes_machine,
+    ):
+        app.include_router(module.router)
     return app

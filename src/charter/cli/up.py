@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import os
 import signal
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -42,6 +44,9 @@ def up(
     """Start Charter: database (embedded unless CHARTER_DATABASE_URL), migrations, API, worker."""
     console = Console()
     settings = Settings.from_env()
+    if not os.environ.get("CHARTER_API_URL"):
+        # The public origin is where we listen: machines' DPoP proofs are bound to it.
+        settings = replace(settings, api_url=f"http://{host}:{port}")
     _check_port_free(host, port)
     with database_url(settings) as url:
         where = "CHARTER_DATABASE_URL" if settings.database_url else f"embedded, {settings.pgdata}"

@@ -1,0 +1,85 @@
+"""Actors: list (`processes:read`); register, rotate keys, roles, disable (`actors:write`).
+
+Listing actors takes only `processes:read`: events name their actors, and a reader of
+events needs to see who they are.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from charter.api import schemas
+from charter.api.auth import require
+from charter.api.bodies import fields, json_body, strings, text
+from charter.api.state import Services, services
+from charter.auth.tokens import TokenInfo
+from charter.core.jsontypes import JsonValue
+from charter.db.database import Role
+from charter.engine import actors
+
+router = APIRouter(tags=["actors"])
+Context = Annotated[Services, Depends(services)]
+Reader = Annotated[TokenInfo, Depends(require("processes:read"))]
+Writer = Annotated[TokenInfo, Depends(require("actors:write"))]
+Body = Annotated[JsonValue, Depends(json_body)]
+
+
+@router.get("/v1/actors")
+def list_actors(context: Context, _token: Reader) -> JSONResponse:
+    """Every actor with its roles and active key."""
+    with context.database.connection(Role.READER) as conn, conn.transaction():
+        found = actors.list_actors(conn)
+    return JSONResponse({"actors": [a.to_json() for a in found]})
+
+
+@router.get("/v1/actors/{actor_id}")
+def get_actor(actor_id: str, context: Context, _token: Reader) -> JSONResponse:
+    """One actor."""
+    with context.database.connection(Role.READER) as conn, conn.transaction():
+        return JSONResponse(actors.get_actor(conn, actor_id).to_json())
+
+
+@router.post("/v1/actors", status_code=201, openapi_extra=schemas.ACTOR)
+def add_actor(body: Body, context: Context, _token: Writer) -> JSONResponse:
+    """Register an actor with its first key (checked: canonical, not small-order)."""
+    request = fields(body, {"id", "public_key", "roles"})
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        record = actors.add_actor(
+            conn, text(request, "id"), text(request, "public_key"), strings(request, "roles")
+        )
+    return JSONResponse(record.to_json(), status_code=201)
+
+
+@router.post("/v1/actors/{actor_id}/keys", openapi_extra=schemas.KEY)
+def rotate_key(actor_id: str, body: Body, context: Context, _token: Writer) -> JSONResponse:
+    """Give the actor a new key; the old one is retired and still verifies its events."""
+    request = fields(body, {"public_key"})
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        record = actors.rotate_key(conn, actor_id, text(request, "public_key"))
+    return JSONResponse(record.to_json())
+
+
+@router.post("/v1/actors/{actor_id}/roles", openapi_extra=schemas.ROLES)
+def set_roles(actor_id: str, body: Body, context: Context, _token: Writer) -> JSONResponse:
+    """Replace the actor's roles."""
+    request = fields(body, {"roles"})
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        record = actors.set_roles(conn, actor_id, strings(request, "roles"))
+    return JSONResponse(record.to_json())
+
+
+@router.post("/v1/actors/{actor_id}/disable")
+def disable(actor_id: str, context: Context, _token: Writer) -> JSONResponse:
+    """Disable the actor: its key signs nothing new; its history stays verifiable."""
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        return JSONResponse(actors.set_disabled(conn, actor_id, True).to_json())
+
+
+@router.post("/v1/actors/{actor_id}/enable")
+def enable(actor_id: str, context: Context, _token: Writer) -> JSONResponse:
+    """Enable a disabled actor again."""
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        return JSONResponse(actors.set_disabled(conn, actor_id, False).to_json())

@@ -1,0 +1,339 @@
+"""Machines: registration (bearer token) and the machine API under `/v1/machine/` (DPoP).
+
+Registration (`/v1/machines`) is administration: `automations:write` registers,
+disables and enables a machine of the token's principal (`*` may name any principal),
+`automations:read` lists them.
+
+Every `/v1/machine/` request is authenticated by a DPoP proof alone (RFC 9449; see
+`charter.automations.dpop`); the URL it must be bound to is `Settings.api_url` (the
+public origin, CHARTER_API_URL) joined with the request path, so a proxy in front of the
+API changes nothing. The routes are the claim / lease / step journal protocol of the
+second seed (axioms 23-27); every transition commits under the run's current lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+
+import psycopg
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+
+from charter.api.auth import require
+from charter.api.bodies import fields, json_body, text
+from charter.api.state import Services, services
+from charter.auth.tokens import ALL_SCOPES, TokenInfo
+from charter.automations import leases
+from charter.automations.dpop import (
+    IAT_WINDOW_SECONDS,
+    CheckedProof,
+    InvalidDpop,
+    MachineIdentity,
+    admit,
+    check_proof,
+    request_htu,
+)
+from charter.core import ijson
+from charter.core.errors import CharterError, Forbidden, Malformed
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import TimeFormatError, parse_rfc3339
+from charter.db.database import Role
+
+router = APIRouter(tags=["machines"])
+Context = Annotated[Services, Depends(services)]
+Body = Annotated[JsonValue, Depends(json_body)]
+Writer = Annotated[TokenInfo, Depends(require("automations:write"))]
+Reader = Annotated[TokenInfo, Depends(require("automations:read"))]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_JTI_MEMORY = timedelta(seconds=3 * IAT_WINDOW_SECONDS)
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+# --- registration (bearer) -------------------------------------------------------------
+
+
+@router.post("/v1/machines", status_code=201)
+def register_machine(context: Context, token: Writer, body: Body) -> JSONResponse:
+    """Register a machine: `{"target", "public_jwk", "id"?, "principal"?}` → 201.
+
+    The machine belongs to the token's principal and claims only that principal's runs
+    for its target; a `*` token may register it for another `principal`.
+    """
+    request = fields(body, {"target", "public_jwk"}, {"id", "principal"})
+    target = _name(request, "target")
+    machine_id = _name(request, "id") if "id" in request else f"m-{secrets.token_hex(6)}"
+    principal = token.principal
+    if "principal" in request:
+        if ALL_SCOPES not in token.scopes:
+            raise Forbidden("only a '*' token may register a machine for another principal")
+        principal = text(request, "principal")
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        machine = leases.register_machine(
+            conn,
+            machine_id=machine_id,
+            target=target,
+            principal=principal,
+            public_jwk=request["public_jwk"],
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse(machine.to_json(), status_code=201)
+
+
+@router.get("/v1/machines")
+def list_machines(context: Context, token: Reader) -> JSONResponse:
+    """The token principal's machines (every machine for a `*` token)."""
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        found = leases.list_machines(conn, token.principal, everyone=ALL_SCOPES in token.scopes)
+    return JSONResponse({"machines": [m.to_json() for m in found]})
+
+
+@router.post("/v1/machines/{machine_id}/disable")
+def disable_machine(machine_id: str, context: Context, token: Writer) -> JSONResponse:
+    """Disable a machine: its DPoP proofs are refused from now on."""
+    return _set_disabled(context, token, machine_id, disabled=True)
+
+
+@router.post("/v1/machines/{machine_id}/enable")
+def enable_machine(machine_id: str, context: Context, token: Writer) -> JSONResponse:
+    """Enable a disabled machine again."""
+    return _set_disabled(context, token, machine_id, disabled=False)
+
+
+def _set_disabled(
+    context: Services, token: TokenInfo, machine_id: str, *, disabled: bool
+) -> JSONResponse:
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        machine = leases.set_machine_disabled(
+            conn,
+            machine_id,
+            token.principal,
+            disabled=disabled,
+            everyone=ALL_SCOPES in token.scopes,
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse(machine.to_json())
+
+
+# --- DPoP authentication ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proven:
+    """A request whose DPoP proof passed every check that needs no database."""
+
+    proof: CheckedProof
+    now: datetime
+
+
+def dpop_proof(request: Request, context: Context) -> Proven:
+    """The one `DPoP` header of a machine request, checked (form, signature, htm, htu,
+    iat) before any database work: a forgery costs no connection."""
+    proofs = request.headers.getlist("dpop")
+    if len(proofs) != 1:
+        raise InvalidDpop("a machine request needs exactly one DPoP header")
+    raw_path = request.scope.get("raw_path")
+    path = raw_path.decode("latin-1") if isinstance(raw_path, bytes) else request.url.path
+    url = request_htu(context.settings.api_url, path.split("?", 1)[0])
+    now = context.engine.clock.now()
+    checked = check_proof(
+        proofs[0], method=request.method, url=url, now=now, window=IAT_WINDOW_SECONDS
+    )
+    return Proven(checked, now)
+
+
+Proof = Annotated[Proven, Depends(dpop_proof)]
+
+
+@contextmanager
+def as_machine(context: Services, proven: Proven) -> Iterator[tuple[Conn, MachineIdentity]]:
+    """One transaction that admits the proof (a registered, enabled machine's key; the
+    `jti` recorded, a replay refused) and then does the request's work.
+
+    The `jti` commits with the work: one commit per request. If the work fails its
+    transaction rolls back, so the `jti` is recorded again on its own: a proof is spent
+    whether or not its request succeeded.
+    """
+    db_now = context.engine.clock.now_or_none()
+    admitted: MachineIdentity | None = None
+    try:
+        with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+            store = leases.DatabaseProofStore(conn, now=db_now)
+            admitted = admit(store, proven.proof, now=proven.now, window=IAT_WINDOW_SECONDS)
+            yield conn, admitted
+    except BaseException:
+        if admitted is not None:
+            with (
+                contextlib.suppress(CharterError),
+                context.database.connection(Role.ENGINE) as conn,
+                conn.transaction(),
+            ):
+                leases.DatabaseProofStore(conn, now=db_now).remember_jti(
+                    proven.proof.jti, admitted.id, proven.now + _JTI_MEMORY
+                )
+        raise
+
+
+async def _optional_body(request: Request) -> JsonValue:
+    raw = await request.body()
+    return ijson.loads(raw) if raw.strip() else {}
+
+
+OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
+
+
+# --- the machine API (DPoP) ------------------------------------------------------------
+
+
+@router.post("/v1/machine/runs/claim", responses={204: {"description": "no run to claim"}})
+def claim(proof: Proof, context: Context, body: OptionalBody) -> Response:
+    """Claim the oldest claimable run of the machine's target: 200 `{"run", "lease",
+    "journal"}` (the plan snapshot, the lease token and expiry, the journal so far), or
+    204 when there is none. `{"lease_seconds"}` is optional."""
+    request = fields(body, set(), {"lease_seconds"})
+    with as_machine(context, proof) as (conn, machine):
+        claimed = leases.claim_run(
+            conn,
+            machine,
+            lease_seconds=_lease_seconds(request),
+            now=context.engine.clock.now_or_none(),
+        )
+    if claimed is None:
+        return Response(status_code=204)
+    return JSONResponse(claimed.to_json())
+
+
+@router.post("/v1/machine/runs/{run_id}/lease")
+def renew(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+    """Renew the lease `{"token", "lease_seconds"?}` → `{"token", "expires_at"}`; 409
+    `lease_lost` when the lease expired or another machine holds the run."""
+    request = fields(body, {"token"}, {"lease_seconds"})
+    with as_machine(context, proof) as (conn, machine):
+        lease = leases.renew_lease(
+            conn,
+            run_id,
+            machine,
+            text(request, "token"),
+            lease_seconds=_lease_seconds(request),
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse(lease.to_json())
+
+
+@router.post("/v1/machine/runs/{run_id}/steps/{step_id}/start")
+def start_step(
+    run_id: str, step_id: str, proof: Proof, context: Context, body: Body
+) -> JSONResponse:
+    """Journal the step `running` before its action is invoked; answers the journal row
+    with the step's stable `idempotency_key`. 409 when the lease is not current, the
+    step is completed, or an earlier step is not."""
+    request = fields(body, {"token"})
+    with as_machine(context, proof) as (conn, machine):
+        step = leases.start_step(
+            conn,
+            run_id,
+            step_id,
+            machine,
+            text(request, "token"),
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse({"step": step.to_json()})
+
+
+@router.post("/v1/machine/runs/{run_id}/steps/{step_id}/complete")
+def complete_step(
+    run_id: str, step_id: str, proof: Proof, context: Context, body: Body
+) -> JSONResponse:
+    """Journal a running step's `output` under the current lease."""
+    request = fields(body, {"token", "output"})
+    with as_machine(context, proof) as (conn, machine):
+        step = leases.complete_step(
+            conn,
+            run_id,
+            step_id,
+            machine,
+            text(request, "token"),
+            request["output"],
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse({"step": step.to_json()})
+
+
+@router.post("/v1/machine/runs/{run_id}/complete")
+def complete_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+    """Complete the run `{"token", "output"}` once every plan step is completed."""
+    request = fields(body, {"token", "output"})
+    with as_machine(context, proof) as (conn, machine):
+        run = leases.complete_run(
+            conn,
+            run_id,
+            machine,
+            text(request, "token"),
+            request["output"],
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse({"run": run.to_json()})
+
+
+@router.post("/v1/machine/runs/{run_id}/fail")
+def fail_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+    """Fail the run for good `{"token", "error"}` (a deterministic error)."""
+    request = fields(body, {"token", "error"})
+    with as_machine(context, proof) as (conn, machine):
+        run = leases.fail_run(
+            conn,
+            run_id,
+            machine,
+            text(request, "token"),
+            text(request, "error"),
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse({"run": run.to_json()})
+
+
+@router.post("/v1/machine/runs/{run_id}/release")
+def release_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+    """Release the run after a transient failure `{"token", "error", "retry_at"?}`: back
+    to pending, claimable at `retry_at` bounded to [now, now + 1 h] (default now + 5 s);
+    completed step outputs stay."""
+    request = fields(body, {"token", "error"}, {"retry_at"})
+    retry_at = None
+    if request.get("retry_at") is not None:
+        try:
+            retry_at = parse_rfc3339(text(request, "retry_at"))
+        except TimeFormatError as exc:
+            raise Malformed(
+                f"retry_at must be an RFC 3339 time ({exc})", field="retry_at"
+            ) from None
+    with as_machine(context, proof) as (conn, machine):
+        run = leases.release_run(
+            conn,
+            run_id,
+            machine,
+            text(request, "token"),
+            text(request, "error"),
+            retry_at=retry_at,
+            now=context.engine.clock.now_or_none(),
+        )
+    return JSONResponse({"run": run.to_json()})
+
+
+def _name(body: JsonObject, key: str) -> str:
+    value = text(body, key)
+    if not _NAME.fullmatch(value):
+        raise Malformed(f"{key} must match {_NAME.pattern}", field=key)
+    return value
+
+
+def _lease_seconds(body: JsonObject) -> float:
+    value = body.get("lease_seconds", leases.DEFAULT_LEASE_SECONDS)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Malformed("lease_seconds must be a number", field="lease_seconds")
+    return float(value)

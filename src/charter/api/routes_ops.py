@@ -1,0 +1,42 @@
+"""Operations: liveness (`/healthz`) and Prometheus metrics (`/metrics`), no token needed.
+
+Both are for load balancers and scrapers, which carry no bearer tokens; neither reveals
+process data (metrics are counts by error code and route template).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from charter import __version__
+from charter.api.state import Services, services
+from charter.core.errors import CharterError
+from charter.db.database import Role
+from charter.db.queries import query
+from charter.engine.metrics import REGISTRY
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz")
+def healthz(context: Annotated[Services, Depends(services)]) -> JSONResponse:
+    """Liveness and readiness: the database answers and is migrated."""
+    try:
+        with context.database.connection(Role.READER) as conn, conn.transaction():
+            row = conn.execute(query("health")).fetchone()
+    except CharterError as exc:
+        return JSONResponse(
+            {"ok": False, "error": {"code": exc.code, "message": exc.message}}, status_code=503
+        )
+    schema_version = row[0] if row else 0
+    return JSONResponse({"ok": True, "version": __version__, "schema_version": schema_version})
+
+
+@router.get("/metrics")
+def metrics() -> Response:
+    """Prometheus text: events accepted and rejected by code, latencies, HTTP requests."""
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

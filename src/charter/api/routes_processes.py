@@ -1,0 +1,49 @@
+"""Reads of processes: the process, its events, verification, automation (`processes:read`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from charter.api.auth import require
+from charter.api.state import Services, services
+from charter.auth.tokens import TokenInfo
+from charter.engine.verification import verify_process
+
+READ = "processes:read"
+
+router = APIRouter(tags=["processes"])
+Context = Annotated[Services, Depends(services)]
+Reader = Annotated[TokenInfo, Depends(require(READ))]
+
+
+@router.get("/v1/processes/{process_id}")
+def get_process(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+    """The process (state, data, head, seq, parent) and the ids of its children."""
+    view = context.reads.process(process_id)
+    children = [child.id for child in context.reads.children(process_id)]
+    return JSONResponse({**view.to_json(), "children": children})
+
+
+@router.get("/v1/processes/{process_id}/events")
+def get_events(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+    """Every event of the process in seq order, as stored."""
+    events = context.reads.events(process_id)
+    return JSONResponse({"events": [event.to_json() for event in events]})
+
+
+@router.get("/v1/processes/{process_id}/verify")
+def verify(process_id: str, context: Context, _token: Reader, replay: bool = False) -> JSONResponse:
+    """Check the hash chain: hashes, signatures, seq, links, spawn causes, the stored head;
+    `replay=true` also re-derives the state from the events and compares."""
+    report = verify_process(context.database, process_id, replay=replay)
+    return JSONResponse(report.to_json())
+
+
+@router.get("/v1/processes/{process_id}/automation")
+def get_automation(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+    """The process's scheduled actions and automatic-action queue rows."""
+    scheduled, queue = context.reads.automation(process_id)
+    return JSONResponse({"scheduled": scheduled, "queue": queue})

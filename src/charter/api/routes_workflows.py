@@ -1,0 +1,81 @@
+"""The workflow registry: list and show (`processes:read`), deploy (`workflows:write`).
+
+Reading definitions takes only `processes:read`: whoever may read a process may read
+the rules it runs under; changing them is the separate `workflows:write`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from charter.api import schemas
+from charter.api.auth import require
+from charter.api.bodies import fields, json_body, text
+from charter.api.state import Services, services
+from charter.auth.tokens import TokenInfo
+from charter.core import ijson
+from charter.core.errors import UnknownWorkflow
+from charter.core.jsontypes import JsonValue
+from charter.db.database import Role
+from charter.engine.registry import list_deployments, revisions
+from charter.engine.store import Store
+
+router = APIRouter(tags=["workflows"])
+Context = Annotated[Services, Depends(services)]
+
+
+@router.get("/v1/workflows")
+def list_workflows(
+    context: Context, _token: Annotated[TokenInfo, Depends(require("processes:read"))]
+) -> JSONResponse:
+    """Each deployed path with its current version and revision."""
+    with context.database.connection(Role.READER) as conn, conn.transaction():
+        deployments = list_deployments(conn)
+    return JSONResponse({"workflows": [d.to_json() for d in deployments]})
+
+
+@router.get("/v1/workflows/{path:path}")
+def show_workflow(
+    path: str,
+    context: Context,
+    _token: Annotated[TokenInfo, Depends(require("processes:read"))],
+) -> JSONResponse:
+    """The current definition at a path and every revision, newest first."""
+    with context.database.connection(Role.READER) as conn, conn.transaction():
+        history = revisions(conn, path)
+        text = Store(conn).workflow_definition_text(history[0].version)
+    if text is None:  # the registry is append-only; a deployment names a stored version
+        raise UnknownWorkflow(f"the definition of {path!r} is missing")
+    return JSONResponse(
+        {
+            **history[0].to_json(),
+            "definition": ijson.loads(text),
+            "revisions": [d.to_json() for d in history],
+        }
+    )
+
+
+@router.post(
+    "/v1/workflows",
+    status_code=201,
+    openapi_extra=schemas.DEPLOY,
+    responses={
+        201: {"description": '`{"path", "version", "revision", ...}`'},
+        422: {"description": "`invalid_workflow` with every problem and its JSON pointer"},
+    },
+)
+def deploy_workflow(
+    body: Annotated[JsonValue, Depends(json_body)],
+    context: Context,
+    token: Annotated[TokenInfo, Depends(require("workflows:write"))],
+) -> JSONResponse:
+    """Validate and deploy a definition at a path (a new revision; old ones stay)."""
+    request = fields(body, {"path", "definition"})
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        deployment = context.engine.registry.deploy(
+            conn, text(request, "path"), request["definition"], deployed_by=token.principal
+        )
+    return JSONResponse(deployment.to_json(), status_code=201)

@@ -1,0 +1,94 @@
+"""JSON Schemas of the request bodies, for /openapi.json only.
+
+Bodies are parsed by hand as strict I-JSON, so FastAPI cannot infer them; these
+describe them to readers of the OpenAPI document. The parsers are the authority.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+
+
+def request_body(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """An `openapi_extra` that documents a JSON request body."""
+    return {
+        "requestBody": {
+            "required": True,
+            "description": description,
+            "content": {"application/json": {"schema": schema}},
+        }
+    }
+
+
+SUBMISSION = request_body(
+    {
+        "type": "object",
+        "required": ["envelope", "signature"],
+        "additionalProperties": False,
+        "properties": {
+            "envelope": {
+                "type": "object",
+                "required": ["v", "process", "workflow", "action", "input", "prev", "actor", "at"],
+                "additionalProperties": False,
+                "properties": {
+                    "v": {"const": 1},
+                    "process": {"type": "string"},
+                    "workflow": {"type": "string"},
+                    "action": {"type": "string"},
+                    "input": {"type": "object"},
+                    "prev": {"oneOf": [_HEX64, {"type": "null"}]},
+                    "actor": _HEX64,
+                    "at": {"type": "string", "format": "date-time"},
+                },
+            },
+            "signature": {"type": "string", "pattern": "^[0-9a-f]{128}$"},
+        },
+    },
+    "A signed v1 envelope (DESIGN §3); strict I-JSON, at most 2 MiB.",
+)
+
+DEPLOY = request_body(
+    {
+        "type": "object",
+        "required": ["path", "definition"],
+        "additionalProperties": False,
+        "properties": {"path": {"type": "string"}, "definition": {"type": "object"}},
+    },
+    "A workflow definition (DSL v2) and the path to deploy it at.",
+)
+
+ACTOR = request_body(
+    {
+        "type": "object",
+        "required": ["id", "public_key", "roles"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string"},
+            "public_key": _HEX64,
+            "roles": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "A new actor: its id, its Ed25519 public key and its roles.",
+)
+
+KEY = request_body(
+    {
+        "type": "object",
+        "required": ["public_key"],
+        "additionalProperties": False,
+        "properties": {"public_key": _HEX64},
+    },
+    "The actor's new public key; the old one is retired, never deleted.",
+)
+
+ROLES = request_body(
+    {
+        "type": "object",
+        "required": ["roles"],
+        "additionalProperties": False,
+        "properties": {"roles": {"type": "array", "items": {"type": "string"}}},
+    },
+    "The actor's roles from now on.",
+)

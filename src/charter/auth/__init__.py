@@ -1,0 +1,1 @@
+"""Who may call the API: bearer tokens with scopes (DESIGN §8)."""

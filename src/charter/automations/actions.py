@@ -1,0 +1,380 @@
+"""Action hosts: the tool capabilities a machine offers its plans (second seed, axiom 21).
+
+A host is an async callable taking an `ActionCall` — the step's `actionId`, its
+`payload` (the step input), the run-step pair's stable `idempotency_key` and a `cancel`
+event set when the machine lost its lease — and returning the step output (JSON). The
+executor looks hosts up in an `ActionRegistry` by action id and has no special case for
+any of them.
+
+A host says how it failed by what it raises: `ActionTransient` (or a transport error of
+httpx) may succeed later and releases the run for a retry; anything else — including
+`ActionFailed` — is deterministic and fails the run.
+
+Shipped hosts:
+
+- `http.request`: one HTTP request with httpx. Input `{"method", "url", "headers"?,
+  "json"?, "timeout"?}`; the request carries `Idempotency-Key: <key>`. Output
+  `{"status", "headers", "json"}` (or `"text"` for a non-JSON body). A 5xx answer is
+  transient, a 4xx answer deterministic.
+- `charter.submit`: signs an event as an integration actor (`charter.core.envelope.sign`)
+  and submits it to the Charter API, re-reading the head on `stale_prev`: the bridge from
+  runs to governed events. Input `{"process", "workflow", "action", "input"?,
+  "key_file" | "key_env", "idempotent"?}`; output `{"hash", "seq", "state"}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from charter.automations.plan import ACTION_ID
+from charter.client import CharterClient
+from charter.core import ijson
+from charter.core.config import Settings
+from charter.core.ed25519 import SecretKey, read_secret_key_file
+from charter.core.envelope import Envelope, sign
+from charter.core.errors import CharterError, InvalidSecretKey, Malformed, StalePrev, UnknownProcess
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    """One invocation of an action host (the seed's `{actionId, payload,
+    idempotencyKey, signal}`)."""
+
+    action_id: str
+    payload: JsonValue
+    idempotency_key: str
+    cancel: asyncio.Event
+
+
+ActionHost = Callable[[ActionCall], Awaitable[JsonValue]]
+
+
+class ActionFailed(CharterError):
+    """The action failed; trying again would fail the same way."""
+
+    code = "action_failed"
+    http_status = 422
+
+
+class ActionTransient(CharterError):
+    """The action failed for a reason that may pass (a transport failure, a 5xx)."""
+
+    code = "action_transient"
+    http_status = 503
+    retryable = True
+
+
+class ActionCancelled(CharterError):
+    """The action was cancelled: the machine no longer holds the run's lease."""
+
+    code = "action_cancelled"
+    http_status = 409
+
+
+class UnknownActionHost(CharterError):
+    """No action host is registered for this action id."""
+
+    code = "unknown_action_host"
+    http_status = 422
+
+
+class ActionRegistry:
+    """Action id → host. Registration is explicit; there is no fallback host."""
+
+    def __init__(self, hosts: Mapping[str, ActionHost] | None = None) -> None:
+        self._hosts: dict[str, ActionHost] = {}
+        for action_id, host in (hosts or {}).items():
+            self.register(action_id, host)
+
+    def register(self, action_id: str, host: ActionHost) -> None:
+        if not ACTION_ID.fullmatch(action_id):
+            raise ValueError(f"{action_id!r} is not an action id like 'http.request'")
+        if action_id in self._hosts:
+            raise ValueError(f"an action host for {action_id!r} is registered already")
+        self._hosts[action_id] = host
+
+    def get(self, action_id: str) -> ActionHost:
+        try:
+            return self._hosts[action_id]
+        except KeyError:
+            raise UnknownActionHost(
+                f"no action host for {action_id!r} on this machine", action_id=action_id
+            ) from None
+
+    def __contains__(self, action_id: object) -> bool:
+        return action_id in self._hosts
+
+    def ids(self) -> list[str]:
+        return sorted(self._hosts)
+
+
+def default_registry(settings: Settings | None = None) -> ActionRegistry:
+    """The hosts Charter ships: `http.request` and `charter.submit`."""
+    settings = settings or Settings.from_env()
+    return ActionRegistry(
+        {
+            "http.request": HttpRequestAction(),
+            "charter.submit": CharterSubmitAction(settings.api_url, settings.token),
+        }
+    )
+
+
+async def until_cancelled(call: ActionCall, work: Coroutine[Any, Any, T]) -> T:
+    """Await `work` unless the call is cancelled first (then ActionCancelled)."""
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(call.cancel.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            raise ActionCancelled(f"{call.action_id} was cancelled")
+        return task.result()
+    finally:
+        for pending in (task, stop):
+            if not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pending
+
+
+# --- http.request ----------------------------------------------------------------------
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_HTTP_KEYS = frozenset({"method", "url", "headers", "json", "timeout"})
+_KEPT_HEADERS = ("content-type", "location", "etag", "last-modified", "retry-after")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")
+
+
+class HttpRequestAction:
+    """`http.request`: one HTTP request per invocation, with the step's idempotency key."""
+
+    def __init__(
+        self,
+        *,
+        default_timeout: float = 30.0,
+        max_timeout: float = 300.0,
+        max_response_bytes: int = 1024 * 1024,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.default_timeout = default_timeout
+        self.max_timeout = max_timeout
+        self.max_response_bytes = max_response_bytes
+        self._transport = transport
+
+    async def __call__(self, call: ActionCall) -> JsonValue:
+        method, url, headers, body, timeout = self._request(call.payload)
+        headers["Idempotency-Key"] = call.idempotency_key
+        async with httpx.AsyncClient(
+            transport=self._transport, timeout=timeout, follow_redirects=False
+        ) as client:
+            response = await until_cancelled(
+                call, client.request(method, url, headers=headers, json=body)
+            )
+        return self._output(method, url, response)
+
+    def _request(self, payload: JsonValue) -> tuple[str, str, dict[str, str], JsonValue, float]:
+        if not isinstance(payload, dict):
+            raise ActionFailed("http.request input must be an object")
+        unknown = sorted(set(payload) - _HTTP_KEYS)
+        if unknown:
+            raise ActionFailed(f"http.request input has unknown keys {unknown}")
+        method = payload.get("method", "GET")
+        if not isinstance(method, str) or method.upper() not in _METHODS:
+            raise ActionFailed(f"http.request method must be one of {sorted(_METHODS)}")
+        url = payload.get("url")
+        if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+            raise ActionFailed("http.request url must be an http(s) URL")
+        raw_headers = payload.get("headers", {})
+        if not isinstance(raw_headers, dict) or not all(
+            isinstance(v, str) and _HEADER_NAME.fullmatch(k) for k, v in raw_headers.items()
+        ):
+            raise ActionFailed("http.request headers must map header names to strings")
+        headers = {k: str(v) for k, v in raw_headers.items() if k.lower() != "idempotency-key"}
+        timeout = payload.get("timeout", self.default_timeout)
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout <= self.max_timeout
+        ):
+            raise ActionFailed(f"http.request timeout must be in (0, {self.max_timeout:g}] s")
+        return method.upper(), url, headers, payload.get("json"), float(timeout)
+
+    def _output(self, method: str, url: str, response: httpx.Response) -> JsonValue:
+        status = response.status_code
+        if status >= 500:
+            raise ActionTransient(f"{method} {url} answered HTTP {status}", status=status)
+        if status >= 400:
+            snippet = " ".join(response.text[:200].split())
+            raise ActionFailed(f"{method} {url} answered HTTP {status}: {snippet}", status=status)
+        kept: JsonObject = {k: response.headers[k] for k in _KEPT_HEADERS if k in response.headers}
+        output: JsonObject = {"status": status, "headers": kept}
+        content = response.content
+        if len(content) > self.max_response_bytes:
+            raise ActionFailed(
+                f"{method} {url} answered {len(content)} bytes, over {self.max_response_bytes}"
+            )
+        if "json" in response.headers.get("content-type", "") and content.strip():
+            try:
+                output["json"] = ijson.loads(content)
+                return output
+            except Malformed:
+                pass  # not strict I-JSON: keep it as text
+        output["text"] = content.decode(response.encoding or "utf-8", errors="replace")
+        return output
+
+
+# --- charter.submit --------------------------------------------------------------------
+
+_SUBMIT_KEYS = frozenset(
+    {"process", "workflow", "action", "input", "key_file", "key_env", "idempotent"}
+)
+
+
+class CharterSubmitAction:
+    """`charter.submit`: sign an event as an integration actor and submit it.
+
+    With `"idempotent": true` (the default) the event input carries
+    `meta.idempotency_key`, and a process that already holds an event with this key
+    answers that event instead of a second one: a step repeated after an uncertain
+    acknowledgement submits once. Reading the head needs a token with `processes:read`.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str | None,
+        *,
+        stale_retries: int = 5,
+        now: Callable[[], datetime] | None = None,
+        client: Callable[[], CharterClient] | None = None,
+    ) -> None:
+        self.api_url = api_url
+        self.token = token
+        self.stale_retries = stale_retries
+        self._now = now or (lambda: datetime.now(UTC))
+        self._client = client or (lambda: CharterClient(self.api_url, self.token))
+
+    async def __call__(self, call: ActionCall) -> JsonValue:
+        request = self._parse(call.payload)
+        # The client is synchronous: run it in a thread; a cancelled call stops between
+        # attempts, and the executor drops whatever a cancelled call returns.
+        return await asyncio.to_thread(self._submit, request, call)
+
+    def _parse(self, payload: JsonValue) -> JsonObject:
+        if not isinstance(payload, dict):
+            raise ActionFailed("charter.submit input must be an object")
+        unknown = sorted(set(payload) - _SUBMIT_KEYS)
+        if unknown:
+            raise ActionFailed(f"charter.submit input has unknown keys {unknown}")
+        for key in ("process", "workflow", "action"):
+            if not isinstance(payload.get(key), str):
+                raise ActionFailed(f"charter.submit needs {key} (a string)")
+        if not isinstance(payload.get("input", {}), dict):
+            raise ActionFailed("charter.submit input.input must be an object")
+        if ("key_file" in payload) == ("key_env" in payload):
+            raise ActionFailed("charter.submit needs exactly one of key_file and key_env")
+        if not isinstance(payload.get("idempotent", True), bool):
+            raise ActionFailed("charter.submit idempotent must be a boolean")
+        return payload
+
+    def _key(self, request: JsonObject) -> SecretKey:
+        if "key_file" in request:
+            path = request["key_file"]
+            if not isinstance(path, str):
+                raise ActionFailed("charter.submit key_file must be a path")
+            return read_secret_key_file(Path(path).expanduser())
+        name = request["key_env"]
+        value = os.environ.get(name) if isinstance(name, str) else None
+        if not value:
+            raise ActionFailed(f"charter.submit key_env names no set variable ({name!r})")
+        try:
+            return SecretKey.from_hex(value.strip())
+        except InvalidSecretKey:
+            raise ActionFailed(f"${name} does not hold a secret key (64 hex)") from None
+
+    def _submit(self, request: JsonObject, call: ActionCall) -> JsonValue:
+        key = self._key(request)
+        process = str(request["process"])
+        raw_input = request.get("input") or {}
+        assert isinstance(raw_input, dict)
+        data: JsonObject = dict(raw_input)
+        idempotent = request.get("idempotent", True) is True
+        if idempotent:
+            meta = data.get("meta")
+            data["meta"] = {
+                **(meta if isinstance(meta, dict) else {}),
+                "idempotency_key": call.idempotency_key,
+            }
+        with self._client() as api:
+            head, earlier = _head_and_earlier(api, process, call.idempotency_key, idempotent)
+            if earlier is not None:
+                return earlier
+            for attempt in range(self.stale_retries + 1):
+                if call.cancel.is_set():
+                    raise ActionCancelled("charter.submit was cancelled")
+                envelope = Envelope(
+                    v=1,
+                    process=process,
+                    workflow=str(request["workflow"]),
+                    action=str(request["action"]),
+                    input=data,
+                    prev=head,
+                    actor=key.public_key_hex,
+                    at=format_rfc3339(self._now()),
+                )
+                try:
+                    accepted = api.submit(sign(envelope, key))
+                except StalePrev:
+                    if attempt == self.stale_retries:
+                        raise
+                    head, earlier = _head_and_earlier(
+                        api, process, call.idempotency_key, idempotent
+                    )
+                    if earlier is not None:
+                        return earlier
+                    continue
+                return _result(accepted)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _head_and_earlier(
+    api: CharterClient, process: str, key: str, idempotent: bool
+) -> tuple[str | None, JsonValue]:
+    """The process head (None: not created yet) and, for an idempotent submit, the
+    result of an event that carries this idempotency key already."""
+    try:
+        found = api.process(process)
+    except UnknownProcess:
+        return None, None
+    head = found.get("head")
+    if idempotent:
+        for event in reversed(api.events(process)):
+            envelope = event.get("envelope")
+            data = envelope.get("input") if isinstance(envelope, dict) else None
+            meta = data.get("meta") if isinstance(data, dict) else None
+            if isinstance(meta, dict) and meta.get("idempotency_key") == key:
+                return (head if isinstance(head, str) else None), {
+                    "hash": event.get("hash"),
+                    "seq": event.get("seq"),
+                    "state": found.get("state"),
+                }
+    return (head if isinstance(head, str) else None), None
+
+
+def _result(accepted: JsonObject) -> JsonValue:
+    process = accepted.get("process")
+    state = process.get("state") if isinstance(process, dict) else None
+    return {"hash": accepted.get("hash"), "seq": accepted.get("seq"), "state": state}

@@ -1,0 +1,705 @@
+"""The control side of the automations service (DESIGN §7): a principal's automations,
+their schedule and webhook triggers, their one plan, and manual runs.
+
+Every read and change is scoped to one principal: another principal's ids are simply
+not found (never "forbidden"), so nothing leaks whether they exist. Webhook secrets
+are write-only: they go in (or are generated and shown once) and never come back out;
+no query here selects them.
+
+Request values are checked here, each kind of bad value with its own 422 code, so the
+API, the client and the CLI agree on what a valid automation is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import secrets
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime
+from enum import Enum
+from typing import Any, Self, TypeVar
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from charter.automations import cron
+from charter.automations.cron import InvalidSchedule
+from charter.automations.ledger import (
+    RunRecord,
+    admit_run,
+    decode_cursor,
+    encode_cursor,
+)
+from charter.automations.plan import parse_plan
+from charter.core.clock import Clock
+from charter.core.errors import CharterError, Malformed, NotFound
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339
+from charter.db.errors import translated
+from charter.db.queries import query
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+T = TypeVar("T")
+
+TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+MAX_NAME = 200
+MAX_SOURCE = 200
+MAX_OCCURRENCES = 2**31 - 1
+SECRET_PREFIX = "whsec_"  # noqa: S105 (the Standard Webhooks prefix, not a secret)
+_SECRET = re.compile(r"whsec_([A-Za-z0-9+/]+={0,2})")
+SECRET_BYTES = (16, 256)
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+class InvalidAutomation(CharterError):
+    """The automation's name, target or enabled flag is invalid."""
+
+    code = "invalid_automation"
+    http_status = 422
+
+
+class InvalidWebhook(CharterError):
+    """The webhook trigger's source, event, secret or enabled flag is invalid."""
+
+    code = "invalid_webhook"
+    http_status = 422
+
+
+class AutomationPaused(CharterError):
+    """The automation is paused: resume it before triggering a run."""
+
+    code = "automation_paused"
+    http_status = 409
+
+
+class NoPlan(CharterError):
+    """The automation has no plan: set one before triggering a run."""
+
+    code = "no_plan"
+    http_status = 409
+
+
+# --- "absent" versus null --------------------------------------------------------------
+
+
+class Unset(Enum):
+    """A key absent from a change: leave the stored value as it is."""
+
+    UNSET = "unset"
+
+
+UNSET = Unset.UNSET
+
+
+# --- records ---------------------------------------------------------------------------
+
+
+class _Record:
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> Self:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class AutomationRecord(_Record):
+    id: uuid.UUID
+    principal: str
+    target: str
+    name: str
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> JsonObject:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "target": self.target,
+            "enabled": self.enabled,
+            "created_at": format_rfc3339(self.created_at),
+            "updated_at": format_rfc3339(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class ScheduleRecord(_Record):
+    id: uuid.UUID
+    automation_id: uuid.UUID
+    cron: str
+    timezone: str
+    next_run_at: datetime
+    remaining_occurrences: int | None
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> JsonObject:
+        return {
+            "id": str(self.id),
+            "automation_id": str(self.automation_id),
+            "cron": self.cron,
+            "timezone": self.timezone,
+            "next_run_at": format_rfc3339(self.next_run_at),
+            "remaining_occurrences": self.remaining_occurrences,
+            "enabled": self.enabled,
+            "created_at": format_rfc3339(self.created_at),
+            "updated_at": format_rfc3339(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class WebhookRecord(_Record):
+    """A webhook trigger as the API shows it: never with its secret."""
+
+    id: uuid.UUID
+    automation_id: uuid.UUID
+    source: str
+    event: str | None
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> JsonObject:
+        return {
+            "id": str(self.id),
+            "automation_id": str(self.automation_id),
+            "source": self.source,
+            "event": self.event,
+            "enabled": self.enabled,
+            # The column is NOT NULL: every trigger has one, which no response reveals.
+            "has_secret": True,
+            "created_at": format_rfc3339(self.created_at),
+            "updated_at": format_rfc3339(self.updated_at),
+        }
+
+
+@dataclass(frozen=True)
+class PlanRecord(_Record):
+    automation_id: uuid.UUID
+    version: int
+    steps: list[JsonValue]
+    allowlist: JsonValue
+    limits: JsonValue
+    updated_at: datetime
+
+    def to_json(self) -> JsonObject:
+        return {
+            "automation_id": str(self.automation_id),
+            "version": self.version,
+            "steps": self.steps,
+            "allowlist": self.allowlist,
+            "limits": self.limits,
+            "updated_at": format_rfc3339(self.updated_at),
+        }
+
+
+# --- checked changes -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AutomationChanges:
+    name: str | Unset = UNSET
+    target: str | Unset = UNSET
+    enabled: bool | Unset = UNSET
+
+
+@dataclass(frozen=True)
+class ScheduleChanges:
+    cron: str | Unset = UNSET
+    timezone: str | Unset = UNSET
+    enabled: bool | Unset = UNSET
+    # None makes the schedule unbounded; a number is a new finite budget.
+    max_occurrences: int | Unset | None = UNSET
+
+
+@dataclass(frozen=True)
+class WebhookChanges:
+    source: str | Unset = UNSET
+    # None matches every event of the source.
+    event: str | Unset | None = UNSET
+    enabled: bool | Unset = UNSET
+    secret: str | Unset = UNSET
+
+
+@dataclass(frozen=True)
+class PlanDocument:
+    plan: JsonObject
+    allowlist: JsonValue
+    limits: JsonValue
+
+
+def automation_changes(body: Mapping[str, JsonValue]) -> AutomationChanges:
+    """The checked name, target and enabled flag among `body`'s keys."""
+    return AutomationChanges(
+        name=check_name(body["name"]) if "name" in body else UNSET,
+        target=check_target(body["target"]) if "target" in body else UNSET,
+        enabled=_flag(body["enabled"], InvalidAutomation) if "enabled" in body else UNSET,
+    )
+
+
+def schedule_changes(body: Mapping[str, JsonValue]) -> ScheduleChanges:
+    """The checked cron, timezone, enabled flag and `maxOccurrences` among `body`'s keys."""
+    return ScheduleChanges(
+        cron=check_cron(body["cron"]) if "cron" in body else UNSET,
+        timezone=check_timezone(body["timezone"]) if "timezone" in body else UNSET,
+        enabled=_flag(body["enabled"], InvalidSchedule) if "enabled" in body else UNSET,
+        max_occurrences=(
+            check_max_occurrences(body["maxOccurrences"]) if "maxOccurrences" in body else UNSET
+        ),
+    )
+
+
+def webhook_changes(body: Mapping[str, JsonValue]) -> WebhookChanges:
+    """The checked source, event, enabled flag and secret among `body`'s keys."""
+    return WebhookChanges(
+        source=check_source(body["source"]) if "source" in body else UNSET,
+        event=check_event(body["event"]) if "event" in body else UNSET,
+        enabled=_flag(body["enabled"], InvalidWebhook) if "enabled" in body else UNSET,
+        secret=check_secret(body["secret"]) if "secret" in body else UNSET,
+    )
+
+
+def plan_document(body: Mapping[str, JsonValue]) -> PlanDocument:
+    """A plan checked with `parse_plan` (InvalidPlan lists every problem) and its
+    allowlist and limits (any JSON, null for none)."""
+    document: JsonObject = {k: body[k] for k in ("version", "steps") if k in body}
+    plan = parse_plan(document).to_json()
+    return PlanDocument(plan, body.get("allowlist"), body.get("limits"))
+
+
+def check_name(value: JsonValue) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME:
+        raise InvalidAutomation(
+            f"name must be a non-blank string of at most {MAX_NAME} characters", field="name"
+        )
+    return value
+
+
+def check_target(value: JsonValue) -> str:
+    if not isinstance(value, str) or not TARGET.fullmatch(value):
+        raise InvalidAutomation(
+            f"target must be a machine target matching {TARGET.pattern}", field="target"
+        )
+    return value
+
+
+def check_cron(value: JsonValue) -> str:
+    if not isinstance(value, str):
+        raise InvalidSchedule("cron must be a string such as '0 9 * * 1-5'", field="cron")
+    try:
+        cron.validate_cron(value)
+    except InvalidSchedule as exc:
+        raise InvalidSchedule(exc.message, field="cron") from None
+    return value
+
+
+def check_timezone(value: JsonValue) -> str:
+    if not isinstance(value, str):
+        raise InvalidSchedule("timezone must be an IANA time zone name", field="timezone")
+    try:
+        cron.validate_timezone(value)
+    except InvalidSchedule as exc:
+        raise InvalidSchedule(exc.message, field="timezone") from None
+    return value
+
+
+def check_max_occurrences(value: JsonValue) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_OCCURRENCES:
+        raise InvalidSchedule(
+            f"maxOccurrences must be an integer from 1 to {MAX_OCCURRENCES}, or null for "
+            "an unbounded schedule",
+            field="maxOccurrences",
+        )
+    return value
+
+
+def check_source(value: JsonValue) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_SOURCE:
+        raise InvalidWebhook(
+            f"source must be a non-blank string of at most {MAX_SOURCE} characters",
+            field="source",
+        )
+    return value
+
+
+def check_event(value: JsonValue) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_SOURCE:
+        raise InvalidWebhook(
+            f"event must be a non-blank string of at most {MAX_SOURCE} characters, or null "
+            "for every event of the source",
+            field="event",
+        )
+    return value
+
+
+def check_secret(value: JsonValue) -> str:
+    """A Standard Webhooks secret: `whsec_` and the base64 of 16 to 256 random bytes."""
+    low, high = SECRET_BYTES
+    match = _SECRET.fullmatch(value) if isinstance(value, str) else None
+    try:
+        raw = base64.b64decode(match.group(1), validate=True) if match else b""
+    except (binascii.Error, ValueError):
+        raw = b""
+    if not low <= len(raw) <= high:
+        raise InvalidWebhook(
+            f"secret must be {SECRET_PREFIX!r} followed by the base64 of {low} to {high} bytes",
+            field="secret",
+        )
+    assert isinstance(value, str)
+    return value
+
+
+def new_secret() -> str:
+    """A fresh webhook secret: `whsec_` + base64 of 32 random bytes."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+def check_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_PAGE:
+        raise Malformed(f"limit must be between 1 and {MAX_PAGE}")
+    return limit
+
+
+def _flag(value: JsonValue, error: type[CharterError]) -> bool:
+    if not isinstance(value, bool):
+        raise error("enabled must be true or false", field="enabled")
+    return value
+
+
+def parse_id(value: uuid.UUID | str, what: str) -> uuid.UUID:
+    """An id from a path; anything that is not a UUID names nothing (404)."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise NotFound(f"no {what} {value}") from None
+
+
+# --- the store -------------------------------------------------------------------------
+
+
+class Control:
+    """One principal's view of its automations over one connection (the caller owns
+    the transaction). Others' automations, triggers and plans are NotFound."""
+
+    def __init__(self, conn: Conn, principal: str, clock: Clock) -> None:
+        self.conn = conn
+        self.principal = principal
+        self.clock = clock
+
+    # --- automations ------------------------------------------------------------------
+
+    def create_automation(self, name: str, target: str, enabled: bool = True) -> AutomationRecord:
+        row = self._one(
+            "insert_automation",
+            name=check_name(name),
+            target=check_target(target),
+            enabled=enabled,
+        )
+        assert row is not None
+        return AutomationRecord.from_dict(row)
+
+    def list_automations(
+        self, *, cursor: str | None = None, limit: int = DEFAULT_PAGE
+    ) -> tuple[list[AutomationRecord], str | None]:
+        """A page of automations, oldest first, and the next page's cursor (None at the end)."""
+        limit = check_limit(limit)
+        after_created, after_id = decode_cursor(cursor) if cursor else (None, None)
+        rows = self._all(
+            "list_automations", after_created=after_created, after_id=after_id, limit=limit + 1
+        )
+        found = [AutomationRecord.from_dict(r) for r in rows[:limit]]
+        following = encode_cursor(found[-1].created_at, found[-1].id) if len(rows) > limit else None
+        return found, following
+
+    def automation(self, automation_id: uuid.UUID | str) -> AutomationRecord:
+        return AutomationRecord.from_dict(
+            self._found("get_automation", "automation", automation_id, id=automation_id)
+        )
+
+    def update_automation(
+        self, automation_id: uuid.UUID | str, changes: AutomationChanges
+    ) -> AutomationRecord:
+        current = AutomationRecord.from_dict(
+            self._found("lock_automation", "automation", automation_id, id=automation_id)
+        )
+        row = self._one(
+            "update_automation",
+            id=current.id,
+            name=_pick(changes.name, current.name),
+            target=_pick(changes.target, current.target),
+            enabled=_pick(changes.enabled, current.enabled),
+        )
+        assert row is not None
+        if changes.enabled is True and not current.enabled:
+            self._restart_schedules(current.id)
+        return AutomationRecord.from_dict(row)
+
+    def _restart_schedules(self, automation_id: uuid.UUID) -> None:
+        """A resumed automation counts its schedules from now: what fell due while it was
+        paused is not admitted all at once on resume."""
+        for schedule in self.schedules(automation_id):
+            self._one(
+                "update_schedule",
+                id=schedule.id,
+                cron=schedule.cron,
+                timezone=schedule.timezone,
+                enabled=schedule.enabled,
+                next_run_at=self._next(schedule.cron, schedule.timezone),
+                remaining_occurrences=schedule.remaining_occurrences,
+            )
+
+    def set_enabled(self, automation_id: uuid.UUID | str, enabled: bool) -> AutomationRecord:
+        """Pause (False) or resume (True): a paused automation admits no runs, and on
+        resume its schedules count from now (missed occurrences are skipped)."""
+        return self.update_automation(automation_id, AutomationChanges(enabled=enabled))
+
+    def delete_automation(self, automation_id: uuid.UUID | str) -> None:
+        """Delete it with its triggers and plan; its runs stay as permanent history."""
+        self._found("delete_automation", "automation", automation_id, id=automation_id)
+
+    # --- schedule triggers ------------------------------------------------------------
+
+    def add_schedule(
+        self,
+        automation_id: uuid.UUID | str,
+        cron_expr: str,
+        timezone: str,
+        max_occurrences: int | None = None,
+    ) -> ScheduleRecord:
+        """A schedule from now: its next occurrence after now, `max_occurrences` of them
+        (None: unbounded)."""
+        cron_expr, timezone = check_cron(cron_expr), check_timezone(timezone)
+        row = self._found(
+            "insert_schedule",
+            "automation",
+            automation_id,
+            automation_id=automation_id,
+            cron=cron_expr,
+            timezone=timezone,
+            next_run_at=self._next(cron_expr, timezone),
+            remaining_occurrences=check_max_occurrences(max_occurrences),
+        )
+        return ScheduleRecord.from_dict(row)
+
+    def schedules(self, automation_id: uuid.UUID | str) -> list[ScheduleRecord]:
+        self.automation(automation_id)
+        rows = self._all("list_schedules", automation_id=parse_id(automation_id, "automation"))
+        return [ScheduleRecord.from_dict(r) for r in rows]
+
+    def update_schedule(
+        self, automation_id: uuid.UUID | str, trigger_id: uuid.UUID | str, changes: ScheduleChanges
+    ) -> ScheduleRecord:
+        """Change a schedule. A new cron or timezone, or enabling a disabled schedule,
+        counts from now; `max_occurrences` None makes it unbounded, UNSET keeps it."""
+        current = ScheduleRecord.from_dict(
+            self._found(
+                "lock_schedule",
+                "schedule trigger",
+                trigger_id,
+                id=trigger_id,
+                automation_id=parse_id(automation_id, "automation"),
+            )
+        )
+        cron_expr = _pick(changes.cron, current.cron)
+        timezone = _pick(changes.timezone, current.timezone)
+        enabled = _pick(changes.enabled, current.enabled)
+        restarted = (
+            cron_expr != current.cron
+            or timezone != current.timezone
+            or (enabled and not current.enabled)
+        )
+        row = self._one(
+            "update_schedule",
+            id=current.id,
+            cron=cron_expr,
+            timezone=timezone,
+            enabled=enabled,
+            next_run_at=self._next(cron_expr, timezone) if restarted else current.next_run_at,
+            remaining_occurrences=_pick(changes.max_occurrences, current.remaining_occurrences),
+        )
+        assert row is not None
+        return ScheduleRecord.from_dict(row)
+
+    def delete_schedule(self, automation_id: uuid.UUID | str, trigger_id: uuid.UUID | str) -> None:
+        self._found(
+            "delete_schedule",
+            "schedule trigger",
+            trigger_id,
+            id=trigger_id,
+            automation_id=parse_id(automation_id, "automation"),
+        )
+
+    # --- webhook triggers -------------------------------------------------------------
+
+    def add_webhook(
+        self,
+        automation_id: uuid.UUID | str,
+        source: str,
+        event: str | None = None,
+        secret: str | None = None,
+    ) -> tuple[WebhookRecord, str]:
+        """The new trigger and its secret (the one given, or a generated one): the only
+        time the secret is handed back."""
+        chosen = check_secret(secret) if secret is not None else new_secret()
+        row = self._found(
+            "insert_webhook",
+            "automation",
+            automation_id,
+            automation_id=automation_id,
+            source=check_source(source),
+            event=check_event(event),
+            secret=chosen,
+        )
+        return WebhookRecord.from_dict(row), chosen
+
+    def webhooks(self, automation_id: uuid.UUID | str) -> list[WebhookRecord]:
+        self.automation(automation_id)
+        rows = self._all("list_webhooks", automation_id=parse_id(automation_id, "automation"))
+        return [WebhookRecord.from_dict(r) for r in rows]
+
+    def update_webhook(
+        self, automation_id: uuid.UUID | str, trigger_id: uuid.UUID | str, changes: WebhookChanges
+    ) -> WebhookRecord:
+        """Change a webhook trigger; a secret given replaces the stored one (rotation)."""
+        current = WebhookRecord.from_dict(
+            self._found(
+                "lock_webhook",
+                "webhook trigger",
+                trigger_id,
+                id=trigger_id,
+                automation_id=parse_id(automation_id, "automation"),
+            )
+        )
+        row = self._one(
+            "update_webhook",
+            id=current.id,
+            source=_pick(changes.source, current.source),
+            event=_pick(changes.event, current.event),
+            enabled=_pick(changes.enabled, current.enabled),
+            secret=None if changes.secret is UNSET else changes.secret,
+        )
+        assert row is not None
+        return WebhookRecord.from_dict(row)
+
+    def delete_webhook(self, automation_id: uuid.UUID | str, trigger_id: uuid.UUID | str) -> None:
+        self._found(
+            "delete_webhook",
+            "webhook trigger",
+            trigger_id,
+            id=trigger_id,
+            automation_id=parse_id(automation_id, "automation"),
+        )
+
+    # --- the plan ---------------------------------------------------------------------
+
+    def put_plan(self, automation_id: uuid.UUID | str, document: PlanDocument) -> PlanRecord:
+        """Set the automation's one plan. Runs admitted before keep their snapshot."""
+        row = self._found(
+            "put_plan",
+            "automation",
+            automation_id,
+            automation_id=automation_id,
+            version=document.plan["version"],
+            steps=Jsonb(document.plan["steps"]),
+            allowlist=_jsonb(document.allowlist),
+            limits=_jsonb(document.limits),
+        )
+        return PlanRecord.from_dict(row)
+
+    def plan(self, automation_id: uuid.UUID | str) -> PlanRecord:
+        self.automation(automation_id)
+        row = self._one("get_plan", automation_id=parse_id(automation_id, "automation"))
+        if row is None:
+            raise NotFound(f"automation {automation_id} has no plan")
+        return PlanRecord.from_dict(row)
+
+    def plan_or_none(self, automation_id: uuid.UUID | str) -> PlanRecord | None:
+        row = self._one("get_plan", automation_id=parse_id(automation_id, "automation"))
+        return PlanRecord.from_dict(row) if row else None
+
+    def delete_plan(self, automation_id: uuid.UUID | str) -> None:
+        self.automation(automation_id)
+        row = self._one("delete_plan", automation_id=parse_id(automation_id, "automation"))
+        if row is None:
+            raise NotFound(f"automation {automation_id} has no plan")
+
+    # --- manual runs ------------------------------------------------------------------
+
+    def trigger(self, automation_id: uuid.UUID | str, input: JsonValue = None) -> RunRecord:
+        """Admit a pending manual run with a snapshot of the current plan."""
+        current = AutomationRecord.from_dict(
+            self._found("lock_automation", "automation", automation_id, id=automation_id)
+        )
+        if not current.enabled:
+            raise AutomationPaused(
+                f"automation {current.id} is paused: resume it before triggering a run"
+            )
+        if self.plan_or_none(current.id) is None:
+            raise NoPlan(f"automation {current.id} has no plan: set one before triggering a run")
+        run = admit_run(
+            self.conn,
+            automation_id=current.id,
+            trigger_kind="manual",
+            input=input if input is not None else {},
+            now=self.clock.now_or_none(),
+        )
+        # The automation row is locked and its plan was there: admission cannot refuse.
+        assert run is not None
+        return run
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def _next(self, cron_expr: str, timezone: str) -> datetime:
+        try:
+            return cron.next_occurrence(cron_expr, timezone, self.clock.now())
+        except InvalidSchedule as exc:
+            raise InvalidSchedule(exc.message, field="cron") from None
+
+    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"principal": self.principal, "now": self.clock.now_or_none(), **params}
+
+    def _one(self, query_name: str, /, **params: Any) -> dict[str, Any] | None:
+        with translated(), self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(query(query_name), self._params(params)).fetchone()
+
+    def _all(self, query_name: str, /, **params: Any) -> list[dict[str, Any]]:
+        with translated(), self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(query(query_name), self._params(params)).fetchall()
+
+    def _found(
+        self, query_name: str, what: str, key: uuid.UUID | str, /, **params: Any
+    ) -> dict[str, Any]:
+        """The row of a query whose ids must name one of the principal's things."""
+        checked = {
+            k: parse_id(v, "automation" if k == "automation_id" else what)
+            if k in ("id", "automation_id")
+            else v
+            for k, v in params.items()
+        }
+        row = self._one(query_name, **checked)
+        if row is None:
+            raise NotFound(f"no {what} {key}")
+        return row
+
+
+def _pick(change: T | Unset, current: T) -> T:
+    return current if isinstance(change, Unset) else change
+
+
+def _jsonb(value: JsonValue) -> Jsonb | None:
+    return None if value is None else Jsonb(value)

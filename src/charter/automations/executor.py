@@ -1,0 +1,354 @@
+"""The machine executor (`charter machine run`): claim a run, walk its plan, journal.
+
+For a claimed run (second seed, axioms 20 and 24-27):
+
+1. The plan is the run's immutable snapshot (never the automation's current plan). An
+   invalid snapshot, or an action id no host is registered for, fails the run before
+   any step starts.
+2. Steps run in plan order. A step the journal has completed is skipped, never invoked
+   again; the first incomplete one is where a resumed run picks up.
+3. A step is journalled `running` under the lease before its action is invoked (the
+   service confirming the lease is what allows the action to begin), then its host is
+   called with the payload, the step's stable idempotency key and a cancellation event.
+4. While the action runs the lease is renewed every `heartbeat` seconds. If a renewal
+   fails the cancellation event is set, the action is given `cancel_grace` seconds and
+   then cancelled, and the run is not advanced: nothing more is journalled.
+5. When the action returns, its output is journalled before the run advances (the
+   crash point `machine.step_returned_before_journal` sits between the two). After the
+   last step the run is completed with the last step's output.
+
+Failures: `transient_failure(error)` decides. A transient failure releases the run to a
+retry time `now + retry_delay(attempt)` (capped by `max_retry_delay`, and again by the
+service) keeping completed outputs, until `max_attempts` claims have been spent — then
+the run fails. Everything else is deterministic and fails the run with its message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Protocol
+
+import httpx
+
+from charter.automations.actions import ActionCall, ActionRegistry, ActionTransient
+from charter.automations.dpop import InvalidDpop
+from charter.automations.machine_client import ClaimedRun, JournalEntry
+from charter.automations.plan import InvalidPlan, Plan, Step, parse_plan
+from charter.core.crashpoints import STEP_RETURNED_BEFORE_JOURNAL, crash_point
+from charter.core.errors import CharterError, LeaseLost
+from charter.core.ijson import check_value
+from charter.core.jsontypes import JsonValue
+
+log = logging.getLogger("charter.machine")
+
+# Service answers that mean "try again later": a proxy or the service itself is down.
+TRANSIENT_STATUSES = frozenset({502, 503, 504})
+# Transport failures that may pass: timeouts (connect, read, write, pool), network
+# errors (connect, read, write, close) and a peer closing mid-response. Not transient:
+# an unsupported scheme, an invalid URL, a proxy misconfiguration, too many redirects.
+TRANSIENT_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+_SNAPSHOT_KEYS = frozenset({"version", "steps", "allowlist", "limits"})
+
+
+def transient_failure(error: BaseException) -> bool:
+    """Whether a failure may pass by itself, so the run is retried rather than failed.
+
+    Transient, exactly: an httpx timeout, network error or remote protocol error
+    (`TRANSIENT_TRANSPORT`); an `ActionTransient` raised by an action host (for
+    `http.request`, a 5xx answer); a Charter error answered with status 502, 503 or 504
+    (the service or the Charter API a host calls is unavailable, e.g.
+    `database_unavailable`), and a Charter error whose cause is a transient transport
+    failure (`ApiUnavailable`). Everything else — 4xx answers, authorization failures,
+    invalid input, missing actions, bugs — is deterministic.
+    """
+    if isinstance(error, (*TRANSIENT_TRANSPORT, ActionTransient)):
+        return True
+    if isinstance(error, CharterError):
+        if isinstance(error.__cause__, httpx.HTTPError):
+            return transient_failure(error.__cause__)
+        status = error.context.get("status")
+        if not isinstance(status, int) or isinstance(status, bool):
+            status = error.http_status
+        return status in TRANSIENT_STATUSES
+    return False
+
+
+def default_retry_delay(attempt: int) -> float:
+    """Exponential backoff: 2, 4, 8, ... seconds, at most 300."""
+    return float(min(300, 2 ** max(1, attempt)))
+
+
+class MachineApi(Protocol):
+    """What the executor needs of the service (MachineClient, or a test double)."""
+
+    async def claim(self) -> ClaimedRun | None: ...
+    async def renew(self, run_id: str, token: str) -> datetime: ...
+    async def start_step(self, run_id: str, step_id: str, token: str) -> JournalEntry: ...
+    async def complete_step(
+        self, run_id: str, step_id: str, token: str, output: JsonValue
+    ) -> JournalEntry: ...
+    async def complete_run(self, run_id: str, token: str, output: JsonValue) -> object: ...
+    async def fail_run(self, run_id: str, token: str, error: str) -> object: ...
+    async def release_run(
+        self, run_id: str, token: str, error: str, retry_at: datetime | None
+    ) -> object: ...
+
+
+class Outcome(StrEnum):
+    COMPLETED = "completed"  # every step journalled, the run completed
+    FAILED = "failed"  # a deterministic error failed the run
+    RELEASED = "released"  # a transient failure (or a stop) released it for a retry
+    LOST = "lost"  # the lease was lost: the run was left to whoever holds it now
+    ABANDONED = "abandoned"  # the service could not be told; the lease will expire
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """The seed's executor options: `now`, `heartbeatMs`, `maxAttempts`, `retryDelayMs`."""
+
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    heartbeat: float = 10.0  # seconds between lease renewals while an action runs
+    max_attempts: int = 5  # claims of one run before a transient failure fails it
+    retry_delay: Callable[[int], float] = default_retry_delay  # seconds, by attempt
+    max_retry_delay: float = 3600.0
+    cancel_grace: float = 5.0  # seconds a cancelled action may take to wind down
+
+    def __post_init__(self) -> None:
+        if not (0 < self.heartbeat < math.inf):
+            raise ValueError("heartbeat must be a positive number of seconds")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if not 0 <= self.max_retry_delay < math.inf or self.cancel_grace < 0:
+            raise ValueError("max_retry_delay and cancel_grace must be finite and >= 0")
+
+
+@dataclass(frozen=True)
+class _Returned:
+    output: JsonValue
+
+
+@dataclass(frozen=True)
+class _Raised:
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class _Lost:
+    reason: BaseException
+
+
+class RunExecutor:
+    """Executes claimed runs through registered action hosts."""
+
+    def __init__(
+        self,
+        api: MachineApi,
+        actions: ActionRegistry,
+        options: ExecutorOptions | None = None,
+    ) -> None:
+        self.api = api
+        self.actions = actions
+        self.options = options or ExecutorOptions()
+
+    # --- the loop ---------------------------------------------------------------------
+
+    async def run(
+        self,
+        stop: asyncio.Event,
+        *,
+        once: bool = False,
+        poll: float = 1.0,
+        max_poll: float = 10.0,
+    ) -> int:
+        """Claim and execute runs until `stop` is set (or, with `once`, after one claim
+        attempt). Returns how many runs were executed. Deterministic refusals of the
+        claim itself (an unregistered or disabled machine) are raised."""
+        executed = 0
+        idle = poll
+        while not stop.is_set():
+            try:
+                claimed = await self.api.claim()
+            except Exception as exc:
+                if not transient_failure(exc):
+                    raise
+                log.warning("claim failed (%s); retrying in %.1f s", _describe(exc), idle)
+                claimed = None
+            if claimed is not None:
+                idle = poll
+                outcome = await self.execute(claimed, stop)
+                executed += 1
+                log.info("run %s: %s", claimed.run_id, outcome)
+            if once:
+                return executed
+            if claimed is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=idle)
+                idle = min(idle * 2, max_poll)
+        return executed
+
+    # --- one run ----------------------------------------------------------------------
+
+    async def execute(self, claimed: ClaimedRun, stop: asyncio.Event | None = None) -> Outcome:
+        """Walk a claimed run's plan from its first incomplete step."""
+        try:
+            plan = plan_from_snapshot(claimed.plan)
+        except InvalidPlan as exc:
+            return await self._fail(claimed, f"invalid plan snapshot: {exc.message}")
+        for step in plan.steps:
+            if step.action_id not in self.actions:
+                return await self._fail(
+                    claimed, f"step {step.id!r}: no action host for {step.action_id!r}"
+                )
+        try:
+            last: JsonValue = None
+            for step in plan.steps:
+                entry = claimed.journal.get(step.id)
+                if entry is not None and entry.status == "completed":
+                    last = entry.output  # axiom 24: a completed step is never invoked again
+                    continue
+                if stop is not None and stop.is_set():
+                    return await self._release(claimed, "the machine is stopping", retry=False)
+                # Axiom 25: the service confirms the lease by journalling the step running.
+                started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
+                result = await self._invoke(claimed, step, started.idempotency_key)
+                if isinstance(result, _Lost):
+                    log.warning(
+                        "run %s: lease renewal failed during step %s (%s); not advancing",
+                        claimed.run_id,
+                        step.id,
+                        _describe(result.reason),
+                    )
+                    return Outcome.LOST
+                if isinstance(result, _Raised):
+                    return await self._action_failed(claimed, step, result.error)
+                try:
+                    check_value(result.output)
+                except CharterError as exc:
+                    return await self._fail(
+                        claimed, f"step {step.id!r}: the output is not JSON: {exc.message}"
+                    )
+                crash_point(STEP_RETURNED_BEFORE_JOURNAL)
+                await self.api.complete_step(claimed.run_id, step.id, claimed.token, result.output)
+                last = result.output
+            await self.api.complete_run(claimed.run_id, claimed.token, last)
+            return Outcome.COMPLETED
+        except Exception as exc:
+            return await self._service_failed(claimed, exc)
+
+    async def _invoke(
+        self, claimed: ClaimedRun, step: Step, key: str
+    ) -> _Returned | _Raised | _Lost:
+        """Run the action, renewing the lease every heartbeat until it returns."""
+        cancel = asyncio.Event()
+        host = self.actions.get(step.action_id)
+        task = asyncio.ensure_future(host(ActionCall(step.action_id, step.input, key, cancel)))
+        try:
+            while True:
+                await asyncio.wait({task}, timeout=self.options.heartbeat)
+                if task.done():
+                    break
+                try:
+                    await self.api.renew(claimed.run_id, claimed.token)
+                except Exception as exc:
+                    cancel.set()
+                    await self._wind_down(task)
+                    return _Lost(exc)
+        finally:
+            if not task.done():  # we are being cancelled ourselves
+                task.cancel()
+        if task.cancelled():
+            return _Raised(asyncio.CancelledError(f"{step.action_id} was cancelled"))
+        error = task.exception()
+        if error is not None:
+            return _Raised(error)
+        return _Returned(task.result())
+
+    async def _wind_down(self, task: asyncio.Future[JsonValue]) -> None:
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError, Exception):
+            await asyncio.wait_for(asyncio.shield(task), timeout=self.options.cancel_grace)
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+    # --- failures ---------------------------------------------------------------------
+
+    async def _action_failed(
+        self, claimed: ClaimedRun, step: Step, error: BaseException
+    ) -> Outcome:
+        message = f"step {step.id!r} ({step.action_id}): {_describe(error)}"
+        if transient_failure(error):
+            return await self._release(claimed, message)
+        return await self._fail(claimed, message)
+
+    async def _service_failed(self, claimed: ClaimedRun, error: Exception) -> Outcome:
+        """The service refused or could not be reached while advancing the run."""
+        if isinstance(error, LeaseLost):
+            log.warning("run %s: %s; not advancing", claimed.run_id, error.message)
+            return Outcome.LOST
+        if transient_failure(error):
+            return await self._release(claimed, f"the service failed: {_describe(error)}")
+        if isinstance(error, InvalidDpop):
+            log.error("run %s: the service refused this machine: %s", claimed.run_id, error)
+            return Outcome.ABANDONED
+        return await self._fail(claimed, f"the service refused a step: {_describe(error)}")
+
+    async def _release(self, claimed: ClaimedRun, message: str, *, retry: bool = True) -> Outcome:
+        if retry and claimed.attempts >= self.options.max_attempts:
+            return await self._fail(
+                claimed, f"gave up after {claimed.attempts} attempt(s): {message}"
+            )
+        retry_at = self.options.now()
+        if retry:
+            retry_at += timedelta(seconds=self._delay(claimed.attempts))
+        try:
+            await self.api.release_run(claimed.run_id, claimed.token, message, retry_at)
+        except LeaseLost:
+            return Outcome.LOST
+        except Exception as exc:
+            log.warning("run %s: cannot release (%s); its lease will expire", claimed.run_id, exc)
+            return Outcome.ABANDONED
+        log.info("run %s released until %s: %s", claimed.run_id, retry_at.isoformat(), message)
+        return Outcome.RELEASED
+
+    def _delay(self, attempt: int) -> float:
+        delay = self.options.retry_delay(attempt)
+        if not isinstance(delay, int | float) or not math.isfinite(delay):
+            return self.options.max_retry_delay
+        return min(max(0.0, float(delay)), self.options.max_retry_delay)
+
+    async def _fail(self, claimed: ClaimedRun, message: str) -> Outcome:
+        try:
+            await self.api.fail_run(claimed.run_id, claimed.token, message)
+        except LeaseLost:
+            return Outcome.LOST
+        except Exception as exc:
+            log.warning("run %s: cannot fail it (%s); its lease will expire", claimed.run_id, exc)
+            return Outcome.ABANDONED
+        log.info("run %s failed: %s", claimed.run_id, message)
+        return Outcome.FAILED
+
+
+def plan_from_snapshot(snapshot: JsonValue) -> Plan:
+    """The plan of a run's snapshot: `{"version", "steps"}` as admission stored it, next
+    to the automation's `allowlist` and `limits` (carried, not interpreted here)."""
+    if not isinstance(snapshot, dict):
+        raise InvalidPlan("the plan snapshot is not an object", problems=["/: not an object"])
+    unknown = sorted(set(snapshot) - _SNAPSHOT_KEYS)
+    if unknown:
+        raise InvalidPlan(f"the plan snapshot has unknown keys {unknown}", problems=unknown)
+    return parse_plan({k: v for k, v in snapshot.items() if k in ("version", "steps")})
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, CharterError):
+        return f"{error.code}: {error.message}"
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -1,0 +1,249 @@
+"""The machine's client of the machine API: httpx, a fresh DPoP proof on every request.
+
+Error responses become the CharterError of their code (`lease_lost` is `LeaseLost`,
+`invalid_dpop` is `InvalidDpop`, ...); transport failures are raised as httpx's own
+exceptions, so `executor.transient_failure` can tell a timeout from a refusal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+# leases also defines the journal's error codes, so error_from_response knows them.
+from charter.automations import leases
+from charter.automations.dpop import make_proof, public_jwk
+from charter.client import DEFAULT_TIMEOUT, error_from_response
+from charter.core import ijson
+from charter.core.ed25519 import SecretKey
+from charter.core.errors import CharterError
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339, parse_rfc3339
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    step_id: str
+    status: str
+    idempotency_key: str
+    output: JsonValue
+    attempts: int
+
+    @classmethod
+    def from_json(cls, value: JsonValue) -> JournalEntry:
+        row = _object(value)
+        return cls(
+            step_id=str(row["step_id"]),
+            status=str(row["status"]),
+            idempotency_key=str(row["idempotency_key"]),
+            output=row.get("output"),
+            attempts=int(str(row.get("attempts", 1))),
+        )
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    """A run this machine holds: the plan snapshot, the lease and the journal so far."""
+
+    run_id: str
+    plan: JsonValue
+    input: JsonValue
+    attempts: int
+    token: str
+    lease_expires_at: datetime
+    journal: dict[str, JournalEntry]
+
+    @classmethod
+    def from_json(cls, value: JsonValue) -> ClaimedRun:
+        body = _object(value)
+        run, lease = _object(body["run"]), _object(body["lease"])
+        journal_rows = body.get("journal")
+        entries = (
+            [JournalEntry.from_json(r) for r in journal_rows or []]
+            if isinstance(journal_rows, list)
+            else []
+        )
+        return cls(
+            run_id=str(run["id"]),
+            plan=run.get("plan"),
+            input=run.get("input"),
+            attempts=int(str(run.get("attempts", 1))),
+            token=str(lease["token"]),
+            lease_expires_at=parse_rfc3339(str(lease["expires_at"])),
+            journal={e.step_id: e for e in entries},
+        )
+
+
+class MachineClient:
+    """Calls `/v1/machine/...` at `base_url` as the machine whose key is `key`.
+
+    `base_url` must be the API's public origin (what the service compares `htu` with);
+    `now` is the clock proofs take their `iat` from.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        key: SecretKey,
+        *,
+        now: Callable[[], datetime] | None = None,
+        lease_seconds: float = leases.DEFAULT_LEASE_SECONDS,
+        timeout: float = DEFAULT_TIMEOUT,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.key = key
+        self.lease_seconds = lease_seconds
+        self._now = now or (lambda: datetime.now(UTC))
+        self._owns_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout)
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> MachineClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # --- the protocol -----------------------------------------------------------------
+
+    async def claim(self) -> ClaimedRun | None:
+        """Claim a run for this machine's target, or None (204) when there is none."""
+        response = await self._request(
+            "POST", "/v1/machine/runs/claim", {"lease_seconds": self.lease_seconds}
+        )
+        if response.status_code == 204:
+            return None
+        return ClaimedRun.from_json(ijson.loads(response.content))
+
+    async def renew(self, run_id: str, token: str) -> datetime:
+        """Renew the lease; LeaseLost when it is not current any more."""
+        body = await self._json(
+            "POST",
+            f"/v1/machine/runs/{_segment(run_id)}/lease",
+            {"token": token, "lease_seconds": self.lease_seconds},
+        )
+        return parse_rfc3339(str(body["expires_at"]))
+
+    async def start_step(self, run_id: str, step_id: str, token: str) -> JournalEntry:
+        """Journal the step as running; its entry carries the stable idempotency key."""
+        body = await self._json(
+            "POST",
+            f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/start",
+            {"token": token},
+        )
+        return JournalEntry.from_json(body["step"])
+
+    async def complete_step(
+        self, run_id: str, step_id: str, token: str, output: JsonValue
+    ) -> JournalEntry:
+        body = await self._json(
+            "POST",
+            f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/complete",
+            {"token": token, "output": output},
+        )
+        return JournalEntry.from_json(body["step"])
+
+    async def complete_run(self, run_id: str, token: str, output: JsonValue) -> JsonObject:
+        body = await self._json(
+            "POST",
+            f"/v1/machine/runs/{_segment(run_id)}/complete",
+            {"token": token, "output": output},
+        )
+        return _object(body["run"])
+
+    async def fail_run(self, run_id: str, token: str, error: str) -> JsonObject:
+        body = await self._json(
+            "POST", f"/v1/machine/runs/{_segment(run_id)}/fail", {"token": token, "error": error}
+        )
+        return _object(body["run"])
+
+    async def release_run(
+        self, run_id: str, token: str, error: str, retry_at: datetime | None
+    ) -> JsonObject:
+        request: JsonObject = {"token": token, "error": error}
+        if retry_at is not None:
+            request["retry_at"] = format_rfc3339(retry_at)
+        body = await self._json("POST", f"/v1/machine/runs/{_segment(run_id)}/release", request)
+        return _object(body["run"])
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def proof(self, method: str, path: str, *, jti: str | None = None) -> str:
+        """A DPoP proof for `method` on `path` under this client's base URL."""
+        return make_proof(
+            self.key, method, self.base_url + path, iat=self._now().timestamp(), jti=jti
+        )
+
+    async def _json(self, method: str, path: str, body: JsonObject) -> JsonObject:
+        response = await self._request(method, path, body)
+        return _object(ijson.loads(response.content))
+
+    async def _request(self, method: str, path: str, body: JsonObject) -> httpx.Response:
+        headers = {
+            "DPoP": self.proof(method, path),
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        response = await self._http.request(
+            method, self.base_url + path, headers=headers, content=_encode(body)
+        )
+        if response.status_code >= 400:
+            raise error_from_response(response)
+        return response
+
+
+def register_machine(
+    api_url: str,
+    token: str,
+    key: SecretKey,
+    *,
+    target: str,
+    machine_id: str | None = None,
+    principal: str | None = None,
+    http: httpx.Client | None = None,
+) -> JsonObject:
+    """POST /v1/machines with a bearer token (`automations:write`; `*` for `principal`)."""
+    body: JsonObject = {"target": target, "public_jwk": public_jwk(key)}
+    if machine_id is not None:
+        body["id"] = machine_id
+    if principal is not None:
+        body["principal"] = principal
+    client = http or httpx.Client(timeout=DEFAULT_TIMEOUT)
+    try:
+        response = client.post(
+            api_url.rstrip("/") + "/v1/machines",
+            content=_encode(body),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+    except httpx.TransportError as exc:
+        raise CharterError(f"cannot reach the Charter API at {api_url}: {exc}") from exc
+    finally:
+        if http is None:
+            client.close()
+    if response.status_code >= 400:
+        raise error_from_response(response)
+    return _object(ijson.loads(response.content))
+
+
+def _object(value: Any) -> JsonObject:
+    if not isinstance(value, dict):
+        raise CharterError("the machine API answered with a non-object")
+    return value
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _encode(value: JsonValue) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -1,0 +1,89 @@
+"""`charter show` and `charter history`: a process and its events, over the API."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from charter.cli import remote
+from charter.core.jsontypes import JsonObject, JsonValue
+
+ProcessId = Annotated[str, typer.Argument(help="The process id.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def show(process_id: ProcessId, as_json: JsonFlag = False) -> None:
+    """A process: workflow, state, data, head, parent and children."""
+    with remote.client() as api:
+        process = api.process(process_id)
+    if as_json:
+        remote.print_json(process)
+        return
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    children = process.get("children")
+    for label, value in (
+        ("workflow", process.get("workflow")),
+        ("state", process.get("state")),
+        ("seq", process.get("seq")),
+        ("head", process.get("head")),
+        ("parent", process.get("parent") or "-"),
+        ("children", ", ".join(map(str, children)) if isinstance(children, list) else "-"),
+        ("created", process.get("created_at")),
+        ("updated", process.get("updated_at")),
+    ):
+        facts.add_row(label, Text(str(value if value not in (None, "") else "-")))
+    data = Panel(_json_text(process.get("data")), title="data", title_align="left")
+    Console().print(Panel(Group(facts, data), title=Text(f"process {process_id}")))
+
+
+def history(process_id: ProcessId, as_json: JsonFlag = False) -> None:
+    """Every event: seq, time, actor, action, hash and what caused automated ones."""
+    with remote.client() as api:
+        events = api.events(process_id)
+    if as_json:
+        remote.print_json({"events": list(events)})
+        return
+    table = Table(
+        "seq", "at", "actor", "action", "hash", "caused by", title=f"history of {process_id}"
+    )
+    for event in events:
+        envelope = event.get("envelope")
+        envelope = envelope if isinstance(envelope, dict) else {}
+        table.add_row(
+            str(event.get("seq")),
+            str(envelope.get("at", "")),
+            Text(str(event.get("actor_id") or remote.short(envelope.get("actor")))),
+            Text(str(envelope.get("action", ""))),
+            remote.short(event.get("hash")),
+            Text(provenance(event)),
+        )
+    Console().print(table)
+
+
+def provenance(event: JsonObject) -> str:
+    """What caused an event: `scheduled_action ← <hash>`, `auto_action ← <hash>`,
+    `spawn ← <parent event>`, or empty for an actor's own event."""
+    envelope = event.get("envelope")
+    if not isinstance(envelope, dict):
+        return ""
+    if event.get("kind") == "spawn":
+        return f"spawn ← {remote.short(envelope.get('cause'))}"
+    input_ = envelope.get("input")
+    meta = input_.get("meta") if isinstance(input_, dict) else None
+    automation = meta.get("automation") if isinstance(meta, dict) else None
+    if not isinstance(automation, dict):
+        return ""
+    cause = automation.get("scheduled_by_event_hash") or automation.get("queued_by_event_hash")
+    return f"{automation.get('kind', 'automation')} ← {remote.short(cause)}"
+
+
+def _json_text(value: JsonValue) -> Text:
+    return Text(json.dumps(value, indent=2, ensure_ascii=False))

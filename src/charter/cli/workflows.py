@@ -1,0 +1,147 @@
+"""`charter workflows`: validate definitions locally; deploy, list and show them via the API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from charter.cli import remote
+from charter.core import ijson
+from charter.core.errors import InvalidWorkflow, Malformed
+from charter.dsl.canonical import version_hash
+from charter.dsl.validate import validate_workflow
+
+app = typer.Typer(help="Workflow definitions (DSL v2).", no_args_is_help=True)
+
+EXIT_PROBLEMS = 1
+EXIT_UNREADABLE = 2
+
+
+@app.command("validate")
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Workflow JSON files to check.")],
+) -> None:
+    """Report every problem of each file; exit 1 if any has problems, 2 if unreadable."""
+    out, err = Console(), Console(stderr=True)
+    table = Table("file", "pointer", "message", title="workflow problems", title_justify="left")
+    status = 0
+    for path in files:
+        try:
+            doc = ijson.loads(path.read_bytes())
+        except OSError as exc:
+            err.print(f"{path}: cannot read: {exc.strerror or exc}", markup=False)
+            status = max(status, EXIT_UNREADABLE)
+            continue
+        except Malformed as exc:
+            err.print(f"{path}: not I-JSON: {exc.message}", markup=False)
+            status = max(status, EXIT_UNREADABLE)
+            continue
+        problems = validate_workflow(doc)
+        for problem in problems:
+            # Text, not markup: messages quote patterns such as [A-Za-z0-9].
+            table.add_row(Text(str(path)), Text(problem.pointer or "/"), Text(problem.message))
+        if problems:
+            status = max(status, EXIT_PROBLEMS)
+        else:
+            out.print(f"{path}: ok (version {version_hash(doc)[:12]})", markup=False)
+    if table.row_count:
+        out.print(table)
+        out.print(f"{table.row_count} problem(s)", markup=False)
+    raise typer.Exit(status)
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("deploy")
+def deploy(
+    path: Annotated[str, typer.Argument(help="Where to deploy, e.g. customer/retail/onboarding.")],
+    file: Annotated[Path, typer.Argument(help="The workflow JSON file.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Deploy a definition at a path over the API (a new revision; old ones are kept)."""
+    try:
+        definition = ijson.loads(file.read_bytes())
+    except OSError as exc:
+        raise Malformed(f"{file}: cannot read: {exc.strerror or exc}") from None
+    try:
+        with remote.client() as api:
+            deployed = api.deploy_workflow(path, definition)
+    except InvalidWorkflow as exc:
+        _print_problems(exc)
+        raise
+    if as_json:
+        remote.print_json(deployed)
+    else:
+        typer.echo(
+            f"deployed {deployed['path']} revision {deployed['revision']} "
+            f"(version {remote.short(deployed['version'])})"
+        )
+
+
+@app.command("list")
+def list_(as_json: JsonFlag = False) -> None:
+    """Every deployed path with its current revision and version."""
+    with remote.client() as api:
+        workflows = api.workflows()
+    if as_json:
+        remote.print_json({"workflows": list(workflows)})
+        return
+    table = Table()
+    # Paths stay whole (they are what `show` takes); the other columns give way.
+    width = max((len(str(item["path"])) for item in workflows), default=4)
+    table.add_column("path", no_wrap=True, min_width=width)
+    for header in ("revision", "version", "deployed at", "by"):
+        table.add_column(header)
+    for item in workflows:
+        table.add_row(
+            Text(str(item["path"])),
+            str(item["revision"]),
+            remote.short(item["version"]),
+            str(item["deployed_at"]),
+            Text(str(item.get("deployed_by") or "")),
+        )
+    Console().print(table)
+
+
+@app.command("show")
+def show(
+    path: Annotated[str, typer.Argument(help="A deployed path.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """The current definition at a path and its revisions."""
+    with remote.client() as api:
+        workflow = api.workflow(path)
+    if as_json:
+        remote.print_json(workflow)
+        return
+    console = Console()
+    console.print(
+        Text(f"{workflow['path']}  revision {workflow['revision']}  version {workflow['version']}")
+    )
+    console.print_json(data=workflow["definition"])
+    table = Table("revision", "version", "deployed at", "by", title="revisions")
+    revisions = workflow.get("revisions")
+    for item in revisions if isinstance(revisions, list) else []:
+        assert isinstance(item, dict)
+        table.add_row(
+            str(item["revision"]),
+            remote.short(item["version"]),
+            str(item["deployed_at"]),
+            Text(str(item.get("deployed_by") or "")),
+        )
+    console.print(table)
+
+
+def _print_problems(exc: InvalidWorkflow) -> None:
+    problems = exc.context.get("problems")
+    table = Table("pointer", "message", title="workflow problems", title_justify="left")
+    for problem in problems if isinstance(problems, list) else []:
+        table.add_row(Text(str(problem.get("pointer") or "/")), Text(str(problem.get("message"))))
+    if table.row_count:
+        Console(stderr=True).print(table)

@@ -1,0 +1,314 @@
+"""The typed automations client: its defaults (15 s timeout, CHARTER_API_URL and
+CHARTER_TOKEN), typed results for every call, errors rebuilt as their CharterError
+subclasses, and a clear typed error when the API stalls or cannot be reached."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from charter.automations.client import (
+    ApiTimeout,
+    Automation,
+    AutomationDetail,
+    AutomationsClient,
+    Plan,
+    PlanStep,
+    Run,
+    RunDetail,
+    Schedule,
+    Webhook,
+)
+from charter.automations.control import AutomationPaused, InvalidAutomation, InvalidWebhook, NoPlan
+from charter.automations.cron import InvalidSchedule
+from charter.automations.plan import InvalidPlan
+from charter.client import ApiUnavailable
+from charter.core.errors import Forbidden, Malformed, NotFound, Unauthorized
+from charter.db.database import Database, connect
+from tests.integration.apikit import Harness, make_harness
+
+PLAN: dict[str, Any] = {
+    "version": 1,
+    "steps": [
+        {"id": "fetch", "actionId": "http.request", "input": {"url": "https://example.com"}},
+        {"id": "file", "actionId": "charter.submit", "input": {}},
+    ],
+    "limits": {"maxSteps": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def h(database: Database) -> Iterator[Harness]:
+    harness = make_harness(database)
+    yield harness
+    harness.http.close()
+
+
+def client_for(h: Harness, token: str) -> AutomationsClient:
+    return AutomationsClient(str(h.http.base_url), token, http=h.http)
+
+
+@pytest.fixture
+def api(h: Harness) -> AutomationsClient:
+    return client_for(h, h.token("*", principal=f"c-{uuid.uuid4().hex[:8]}"))
+
+
+# --- defaults ---------------------------------------------------------------------------
+
+
+def test_the_default_request_timeout_is_15_seconds() -> None:
+    with AutomationsClient("http://127.0.0.1:9", "ch_x") as api:
+        assert api.timeout == httpx.Timeout(15.0)
+        assert api.timeout.read == 15.0
+        assert api.timeout.connect == 15.0
+    with AutomationsClient("http://127.0.0.1:9", "ch_x", timeout=2.5) as api:
+        assert api.timeout == httpx.Timeout(2.5)
+    with pytest.raises(ValueError, match="positive"):
+        AutomationsClient("http://127.0.0.1:9", "ch_x", timeout=0)
+
+
+def test_url_and_token_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHARTER_API_URL", "http://api.example:8420/")
+    monkeypatch.setenv("CHARTER_TOKEN", "ch_from_env")
+    with AutomationsClient() as api:
+        assert api.base_url == "http://api.example:8420"
+        assert api.token == "ch_from_env"
+    with AutomationsClient("http://other:1", "ch_given") as api:
+        assert (api.base_url, api.token) == ("http://other:1", "ch_given")
+
+
+@pytest.fixture
+def stalling_server() -> Iterator[str]:
+    """A local socket that accepts connections and never answers."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(connection)  # read nothing, write nothing
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    host, port = listener.getsockname()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+def test_a_server_that_never_answers_raises_a_timeout_error(stalling_server: str) -> None:
+    with AutomationsClient(stalling_server, "ch_x", timeout=0.3) as api:
+        started = time.monotonic()
+        with pytest.raises(ApiTimeout) as caught:
+            api.automations()
+        elapsed = time.monotonic() - started
+    assert isinstance(caught.value, ApiUnavailable)
+    assert caught.value.code == "api_timeout"
+    assert "did not answer GET /v1/automations within 0.3 s" in caught.value.message
+    assert elapsed < 10  # bounded by the timeout, not by the server
+
+
+def test_an_unreachable_api_is_api_unavailable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # Nothing listens on the port any more: the connection is refused.
+    api = AutomationsClient(f"http://127.0.0.1:{port}", "ch_x", timeout=2)
+    with api, pytest.raises(ApiUnavailable) as caught:
+        api.runs()
+    assert not isinstance(caught.value, ApiTimeout)
+    assert "cannot reach" in caught.value.message
+
+
+# --- typed calls ------------------------------------------------------------------------
+
+
+def test_automations_round_trip_as_typed_values(api: AutomationsClient) -> None:
+    created = api.create("nightly", "laptop")
+    assert isinstance(created, Automation)
+    assert (created.name, created.target, created.enabled) == ("nightly", "laptop", True)
+    assert isinstance(created.created_at, datetime)
+    assert created.created_at.tzinfo is not None
+    assert created.raw["id"] == created.id
+
+    updated = api.update(created.id, name="weekly")
+    assert (updated.name, updated.target) == ("weekly", "laptop")
+    assert api.pause(created.id).enabled is False
+    assert api.resume(created.id).enabled is True
+
+    detail = api.get(created.id)
+    assert isinstance(detail, AutomationDetail)
+    assert detail.automation.name == "weekly"
+    assert (detail.schedules, detail.webhooks, detail.plan) == ((), (), None)
+
+    api.delete(created.id)
+    with pytest.raises(NotFound):
+        api.get(created.id)
+
+
+def test_pages_and_iteration(api: AutomationsClient) -> None:
+    made = [api.create(f"a{i}", "t").id for i in range(5)]
+    first = api.automations(limit=2)
+    assert len(first.items) == 2
+    assert first.next_cursor is not None
+    second = api.automations(limit=2, cursor=first.next_cursor)
+    assert {a.id for a in first.items}.isdisjoint({a.id for a in second.items})
+    every = [a.id for a in api.iter_automations(page_size=2)]
+    assert len(every) == len(set(every)) == 5
+    assert set(every) == set(made)
+
+
+def test_schedules(api: AutomationsClient) -> None:
+    automation = api.create("s", "t")
+    schedule = api.add_schedule(automation.id, "0 9 * * *", "Europe/Berlin", max_occurrences=3)
+    assert isinstance(schedule, Schedule)
+    assert schedule.remaining_occurrences == 3
+    assert schedule.next_run_at.isoformat() == "2026-06-19T07:00:00+00:00"
+
+    kept = api.update_schedule(automation.id, schedule.id, enabled=False)
+    assert (kept.enabled, kept.remaining_occurrences) == (False, 3)
+    unbounded = api.update_schedule(automation.id, schedule.id, max_occurrences=None)
+    assert unbounded.remaining_occurrences is None
+    assert (
+        api.update_schedule(automation.id, schedule.id, cron="0 10 * * *").remaining_occurrences
+        is None
+    )
+    assert (
+        api.update_schedule(automation.id, schedule.id, max_occurrences=7).remaining_occurrences
+        == 7
+    )
+    assert [s.id for s in api.schedules(automation.id)] == [schedule.id]
+    assert api.get(automation.id).schedules[0].cron == "0 10 * * *"
+
+    with pytest.raises(InvalidSchedule) as caught:
+        api.add_schedule(automation.id, "every day", "UTC")
+    assert caught.value.context["field"] == "cron"
+    with pytest.raises(InvalidSchedule):
+        api.add_schedule(automation.id, "0 9 * * *", "Nowhere/Special")
+
+    api.remove_schedule(automation.id, schedule.id)
+    assert api.schedules(automation.id) == []
+
+
+def test_webhooks_show_the_secret_only_on_creation(api: AutomationsClient, h: Harness) -> None:
+    automation = api.create("w", "t")
+    webhook = api.add_webhook(automation.id, "github", event="push")
+    assert isinstance(webhook, Webhook)
+    assert webhook.secret is not None
+    assert webhook.secret.startswith("whsec_")
+    assert webhook.has_secret is True
+
+    listed = api.webhooks(automation.id)
+    assert [(w.id, w.secret, w.has_secret) for w in listed] == [(webhook.id, None, True)]
+    assert api.get(automation.id).webhooks[0].secret is None
+
+    rotated, secret = api.rotate_secret(automation.id, webhook.id)
+    assert rotated.secret is None
+    assert secret != webhook.secret
+    assert secret.startswith("whsec_")
+    with connect(h.database.url) as conn:
+        row = conn.execute(
+            "SELECT secret FROM charter.webhook_triggers WHERE id = %s", (webhook.id,)
+        ).fetchone()
+    assert row is not None
+    assert row[0] == secret
+
+    every = api.update_webhook(automation.id, webhook.id, event=None)
+    assert every.event is None
+    with pytest.raises(InvalidWebhook):
+        api.add_webhook(automation.id, "github", secret="whsec_nope")
+    api.remove_webhook(automation.id, webhook.id)
+    assert api.webhooks(automation.id) == []
+
+
+def test_plans_and_runs(api: AutomationsClient) -> None:
+    automation = api.create("p", "machine-1")
+    with pytest.raises(NoPlan):
+        api.trigger(automation.id)
+    plan = api.set_plan(automation.id, PLAN)
+    assert isinstance(plan, Plan)
+    assert plan.steps == (
+        PlanStep("fetch", "http.request", {"url": "https://example.com"}),
+        PlanStep("file", "charter.submit", {}),
+    )
+    assert plan.limits == {"maxSteps": 2}
+    assert plan.allowlist is None
+    assert api.plan(automation.id) == plan
+
+    run = api.trigger(automation.id, {"reason": "manual"})
+    assert isinstance(run, Run)
+    assert (run.status, run.trigger_kind, run.target) == ("pending", "manual", "machine-1")
+    assert run.input == {"reason": "manual"}
+    assert run.plan["steps"] == PLAN["steps"]
+    assert run.started_at is None
+
+    api.set_plan(automation.id, {"version": 1, "steps": [PLAN["steps"][1]]})
+    detail = api.run(run.id)
+    assert isinstance(detail, RunDetail)
+    assert detail.run.plan == run.plan  # the snapshot, not the new plan
+    assert detail.steps == ()
+
+    api.pause(automation.id)
+    with pytest.raises(AutomationPaused):
+        api.trigger(automation.id)
+    api.resume(automation.id)
+    second = api.trigger(automation.id)
+    assert second.input == {}
+
+    page = api.runs(automation_id=automation.id, status="pending")
+    assert {r.id for r in page.items} == {run.id, second.id}
+    assert page.next_cursor is None
+    assert {r.id for r in api.iter_runs(page_size=1)} == {run.id, second.id}
+    assert api.runs(status="completed").items == ()
+
+    api.clear_plan(automation.id)
+    with pytest.raises(NotFound):
+        api.plan(automation.id)
+
+
+def test_errors_are_their_charter_error_subclasses(h: Harness, api: AutomationsClient) -> None:
+    automation = api.create("e", "t")
+    with pytest.raises(InvalidPlan) as caught:
+        api.set_plan(automation.id, {"version": 2, "steps": []})
+    assert caught.value.context["problems"] == [
+        "/version: must be 1",
+        "/steps: must be a non-empty list",
+    ]
+    with pytest.raises(InvalidAutomation):
+        api.create("", "t")
+    with pytest.raises(Malformed):
+        api.runs(status="sent")
+
+    stranger = client_for(h, h.token("*", principal="stranger"))
+    with pytest.raises(NotFound):
+        stranger.get(automation.id)
+    with pytest.raises(NotFound):
+        stranger.pause(automation.id)
+
+    with pytest.raises(Forbidden) as forbidden:
+        client_for(h, h.token("runs:read")).create("x", "t")
+    assert forbidden.value.context["scope"] == "automations:write"
+    with pytest.raises(Unauthorized):
+        client_for(h, "ch_not_a_token").automations()

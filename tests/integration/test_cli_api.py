@@ -1,0 +1,312 @@
+"""The API commands of the CLI, in-process against the app on this module's database:
+tokens, actors, workflows, submit (with stale-head retries), show, history."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from charter.cli import main as cli_main
+from charter.cli import remote
+from charter.client import CharterClient
+from charter.core.clock import SystemClock
+from charter.core.ed25519 import SecretKey, write_secret_key_file
+from charter.core.envelope import sign
+from charter.db.database import Database
+from charter.engine.process_event import Reads
+from tests.integration.apikit import ERRANDS, ERRANDS_DEFINITION, Harness, bearer, make_harness
+
+A_KEY = SecretKey.generate().public_key_hex
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture(scope="module")
+def h(database: Database) -> Iterator[Harness]:
+    # The CLI signs with the real time, so the engine runs on the real clock here.
+    harness = make_harness(database, clock=SystemClock())
+    yield harness
+    harness.http.close()
+
+
+@pytest.fixture
+def cli(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[CliRunner]:
+    monkeypatch.setenv("CHARTER_DATABASE_URL", h.database.url)
+    monkeypatch.setenv("COLUMNS", "200")  # tables as wide as a terminal, not truncated
+    monkeypatch.setattr(remote, "client", lambda: h.client())
+    yield CliRunner(monkeypatch, capsys)
+    h.http.event_hooks = {"request": [], "response": []}
+
+
+@dataclass(frozen=True)
+class CliRunner:
+    monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str]
+
+    def __call__(self, *args: str) -> Result:
+        """Run `charter ARGS` through the real entry point (one-line errors, exit codes)."""
+        self.capsys.readouterr()
+        self.monkeypatch.setattr(sys, "argv", ["charter", *args])
+        try:
+            cli_main.main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        else:
+            code = 0
+        captured = self.capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+
+@pytest.fixture
+def clerk_key(h: Harness, tmp_path: Path) -> Path:
+    path = tmp_path / "clerk.key"
+    write_secret_key_file(path, h.keys["clerk"])
+    return path
+
+
+def _one_error_line(result: Result) -> str:
+    assert result.code == 1, result
+    lines = result.err.strip().splitlines()
+    assert lines[-1].startswith("error: ")
+    return lines[-1]
+
+
+# --- tokens ----------------------------------------------------------------------------
+
+
+def test_tokens_create_prints_a_working_token_once(h: Harness, cli: CliRunner) -> None:
+    made = cli(
+        "tokens", "create", "--scope", "processes:read", "--name", "ci", "--principal", "bot"
+    )
+    assert made.code == 0, made.err
+    token = made.out.strip()
+    assert token.startswith("ch_")
+    assert "\n" not in token
+    assert h.http.get("/v1/workflows", headers=bearer(token)).status_code == 200
+    assert h.http.post("/v1/workflows", content=b"{}", headers=bearer(token)).status_code == 403
+
+    token_id = made.err.split()[2].rstrip(";")
+    listed = cli("tokens", "list")
+    assert listed.code == 0
+    row = next(line for line in listed.out.splitlines() if " bot " in line)
+    assert "processes:read" in row
+    assert token_id in row
+    assert token not in listed.out
+    records = json.loads(cli("tokens", "list", "--json").out)["tokens"]
+    assert {"id": token_id, "name": "ci", "principal": "bot"}.items() <= next(
+        r for r in records if r["id"] == token_id
+    ).items()
+    assert cli("tokens", "revoke", token_id).code == 0
+    assert h.http.get("/v1/workflows", headers=bearer(token)).status_code == 401
+
+
+def test_tokens_create_refuses_an_unknown_scope(cli: CliRunner) -> None:
+    result = cli("tokens", "create", "--scope", "everything")
+    assert "unknown scope(s) ['everything']" in _one_error_line(result)
+
+
+# --- actors ----------------------------------------------------------------------------
+
+
+def test_actors_add_and_list(h: Harness, cli: CliRunner, tmp_path: Path) -> None:
+    key_file = tmp_path / "dave.key"
+    dave = SecretKey.generate()
+    write_secret_key_file(key_file, dave)
+    added = cli("actors", "add", "dave", "--key-file", str(key_file), "--role", "clerk")
+    assert added.code == 0, added.err
+    assert added.out.strip() == "added dave (clerk)"
+    erin = SecretKey.generate().public_key_hex
+    as_json = cli(
+        "actors", "add", "erin", "--public-key", erin, "--role", "boss", "--role", "clerk", "--json"
+    )
+    assert json.loads(as_json.out)["roles"] == ["boss", "clerk"]
+
+    table = cli("actors", "list")
+    assert table.code == 0
+    assert "dave" in table.out
+    assert dave.public_key_hex[:16] in table.out
+    listed = {a["id"]: a for a in json.loads(cli("actors", "list", "--json").out)["actors"]}
+    assert listed["erin"]["public_key"] == erin
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["mallory", "--public-key", A_KEY, "--role", "AUTOMATION"], "may hold AUTOMATION"),
+        (["mallory", "--role", "clerk"], "exactly one of --public-key and --key-file"),
+        (["mallory", "--public-key", "00" * 32, "--role", "clerk"], "invalid public key"),
+    ],
+)
+def test_actors_add_errors_are_one_line(cli: CliRunner, args: list[str], message: str) -> None:
+    assert message in _one_error_line(cli("actors", "add", *args))
+
+
+# --- workflows -------------------------------------------------------------------------
+
+
+def test_workflows_deploy_list_and_show(cli: CliRunner, tmp_path: Path) -> None:
+    file = tmp_path / "errands.json"
+    file.write_text(json.dumps(ERRANDS_DEFINITION))
+    deployed = cli("workflows", "deploy", "tests/deployed-by-cli", str(file))
+    assert deployed.code == 0, deployed.err
+    assert deployed.out.startswith("deployed tests/deployed-by-cli revision 1 (version ")
+
+    listed = cli("workflows", "list")
+    assert "tests/deployed-by-cli" in listed.out
+    paths = {w["path"] for w in json.loads(cli("workflows", "list", "--json").out)["workflows"]}
+    assert {"tests/deployed-by-cli", ERRANDS} <= paths
+
+    shown = json.loads(cli("workflows", "show", "tests/deployed-by-cli", "--json").out)
+    assert shown["definition"] == ERRANDS_DEFINITION
+    table = cli("workflows", "show", "tests/deployed-by-cli")
+    assert table.code == 0
+    assert '"approve"' in table.out
+    assert "revisions" in table.out
+
+
+def test_deploying_an_invalid_workflow_lists_the_problems(cli: CliRunner, tmp_path: Path) -> None:
+    file = tmp_path / "broken.json"
+    file.write_text(json.dumps({"dsl": 2, "states": ["a"], "roles": [], "actions": {}}))
+    result = cli("workflows", "deploy", "tests/broken", str(file))
+    line = _one_error_line(result)
+    assert "problem(s)" in line
+    assert "workflow problems" in result.err
+
+
+def test_showing_an_unknown_workflow_is_one_line(cli: CliRunner) -> None:
+    line = _one_error_line(cli("workflows", "show", "tests/none"))
+    assert line == "error: no workflow is deployed at 'tests/none'"
+
+
+# --- submit, show, history -------------------------------------------------------------
+
+
+def test_submit_then_show_and_history(h: Harness, cli: CliRunner, clerk_key: Path) -> None:
+    created = cli(
+        "submit", "--key-file", str(clerk_key), "--process", "cli-1", "--workflow", ERRANDS,
+        "--action", "create", "--input", '{"amount": 42}',
+    )  # fmt: skip
+    assert created.code == 0, created.err
+    assert created.out.startswith("accepted cli-1 seq 1 hash ")
+    assert created.out.strip().endswith("state open")
+    note = clerk_key.parent / "note.json"
+    note.write_text('{"text": "from a file"}')
+    noted = cli(
+        "submit", "--key-file", str(clerk_key), "--process", "cli-1", "--workflow", ERRANDS,
+        "--action", "note", "--input", f"@{note}", "--json",
+    )  # fmt: skip
+    assert noted.code == 0, noted.err
+    answer = json.loads(noted.out)
+    assert answer["seq"] == 2
+    assert answer["process"]["data"] == {"amount": 42}
+
+    shown = cli("show", "cli-1")
+    assert shown.code == 0
+    assert "process cli-1" in shown.out
+    assert "open" in shown.out
+    assert '"amount": 42' in shown.out
+    process = json.loads(cli("show", "cli-1", "--json").out)
+    assert process["head"] == answer["hash"]
+    assert process["children"] == []
+
+    history = cli("history", "cli-1")
+    assert history.code == 0
+    lines = [line for line in history.out.splitlines() if "clerk" in line]
+    assert len(lines) == 2
+    assert "create" in lines[0]
+    assert "note" in lines[1]
+    assert answer["hash"][:12] in lines[1]
+    assert answer["hash"] not in history.out  # shortened in the table
+    events = json.loads(cli("history", "cli-1", "--json").out)["events"]
+    assert [e["envelope"]["action"] for e in events] == ["create", "note"]
+    assert events[1]["hash"] == answer["hash"]
+
+
+def _race_on_first_read(h: Harness, process_id: str, *, times: int) -> list[int]:
+    """After the CLI reads the head, another writer extends the chain (up to `times`)."""
+    raced: list[int] = []
+    clerk = h.keys["clerk"]
+
+    def extend(response: httpx.Response) -> None:
+        request = response.request
+        if request.method != "GET" or request.url.path != f"/v1/processes/{process_id}":
+            return
+        if len(raced) >= times:
+            return
+        head = Reads(h.database).process(process_id).head
+        envelope = h.envelope(clerk, process_id, "note", {"racer": len(raced)}, prev=head)
+        h.engine.process_event(sign(envelope, clerk))
+        raced.append(1)
+
+    h.http.event_hooks = {"request": [], "response": [extend]}
+    return raced
+
+
+def test_submit_rereads_the_head_and_resigns_on_stale_prev(
+    h: Harness, cli: CliRunner, clerk_key: Path
+) -> None:
+    process_id, _ = h.open_process()
+    raced = _race_on_first_read(h, process_id, times=2)
+    result = cli(
+        "submit", "--key-file", str(clerk_key), "--process", process_id, "--workflow", ERRANDS,
+        "--action", "note", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert len(raced) == 2
+    assert result.err.count("stale head; re-signed on the new head") == 2
+    assert json.loads(result.out)["seq"] == 4  # create, two racers, ours
+
+
+def test_submit_gives_up_after_its_retries(h: Harness, cli: CliRunner, clerk_key: Path) -> None:
+    process_id, _ = h.open_process()
+    _race_on_first_read(h, process_id, times=10)
+    result = cli(
+        "submit", "--key-file", str(clerk_key), "--process", process_id, "--workflow", ERRANDS,
+        "--action", "note", "--retries", "1",
+    )  # fmt: skip
+    assert "re-read the head and sign again" in _one_error_line(result)
+    assert result.err.count("stale head") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--action", "approve"], "needs one of the roles ['boss']"),
+        (["--action", "create", "--input", "[1]"], "--input must be a JSON object"),
+        (["--action", "create", "--input", '{"a": NaN}'], "NaN is not a JSON number"),
+        (["--action", "create", "--input", "@/no/such/file"], "cannot read the input file"),
+    ],
+)
+def test_submit_errors_are_one_line(
+    h: Harness, cli: CliRunner, clerk_key: Path, args: list[str], message: str
+) -> None:
+    process_id, _ = h.open_process()
+    result = cli(
+        "submit", "--key-file", str(clerk_key), "--process", process_id, "--workflow", ERRANDS,
+        *args,
+    )  # fmt: skip
+    assert message in _one_error_line(result)
+
+
+def test_show_and_history_of_an_unknown_process(cli: CliRunner) -> None:
+    assert _one_error_line(cli("show", "nope")) == "error: no process 'nope'"
+    assert _one_error_line(cli("history", "nope")) == "error: no process 'nope'"
+
+
+def test_an_unreachable_api_is_one_line(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote, "client", lambda: CharterClient("http://127.0.0.1:1", "t"))
+    line = _one_error_line(cli("actors", "list"))
+    assert line.startswith("error: cannot reach the Charter API at http://127.0.0.1:1")

@@ -1,0 +1,723 @@
+"""The executor against the real API (in-process) and database: the step journal of
+axioms 20 and 24-27, lease renewal, cancellation, retries and the shipped action hosts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from charter.automations.actions import (
+    ActionCall,
+    ActionCancelled,
+    ActionFailed,
+    ActionRegistry,
+    ActionTransient,
+    CharterSubmitAction,
+    HttpRequestAction,
+    UnknownActionHost,
+    default_registry,
+)
+from charter.automations.executor import (
+    ExecutorOptions,
+    Outcome,
+    RunExecutor,
+    plan_from_snapshot,
+    transient_failure,
+)
+from charter.automations.leases import idempotency_key
+from charter.automations.machine_client import ClaimedRun, MachineClient
+from charter.automations.plan import InvalidPlan
+from charter.client import ApiUnavailable, CharterClient
+from charter.core.config import Settings
+from charter.core.ed25519 import write_secret_key_file
+from charter.core.errors import (
+    CharterError,
+    DatabaseUnavailable,
+    ForbiddenRole,
+    LeaseLost,
+    Malformed,
+)
+from charter.core.jsontypes import JsonValue
+from charter.db.database import Database
+from tests.integration.apikit import ERRANDS, Harness
+from tests.integration.machinekit import (
+    ORIGIN,
+    Machine,
+    admit,
+    asgi_client,
+    create_automation,
+    fake,
+    journal,
+    machine_harness,
+    new_target,
+    plan,
+    register,
+    run_row,
+)
+
+Behaviour = Callable[[ActionCall], Awaitable[JsonValue]]
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def harness(database: Database) -> Harness:
+    return machine_harness(database)
+
+
+@pytest.fixture
+async def http(harness: Harness) -> AsyncIterator[httpx.AsyncClient]:
+    async with asgi_client(harness) as client:
+        yield client
+
+
+@dataclass
+class Host:
+    """A `test.*` action host that records every call and behaves as told per step."""
+
+    calls: list[ActionCall] = field(default_factory=list)
+    behaviours: dict[str, list[Behaviour]] = field(default_factory=dict)
+
+    async def __call__(self, call: ActionCall) -> JsonValue:
+        self.calls.append(call)
+        assert isinstance(call.payload, dict)
+        step = str(call.payload["n"])
+        queue = self.behaviours.get(step)
+        if queue:
+            return await queue.pop(0)(call)
+        return {"echo": call.payload}
+
+    def on(self, n: int, behaviour: Behaviour) -> None:
+        self.behaviours.setdefault(str(n), []).append(behaviour)
+
+    def keys(self, n: int) -> list[str]:
+        return [
+            c.idempotency_key
+            for c in self.calls
+            if isinstance(c.payload, dict) and c.payload.get("n") == n
+        ]
+
+    def steps(self) -> list[int]:
+        return [int(str(c.payload["n"])) for c in self.calls if isinstance(c.payload, dict)]
+
+
+class CountingApi(MachineClient):
+    """A MachineClient that counts lease renewals and can run a hook before each."""
+
+    renewals = 0
+    before_renew: Callable[[], None] | None = None
+
+    async def renew(self, run_id: str, token: str) -> datetime:
+        if self.before_renew is not None:
+            self.before_renew()
+        expires = await super().renew(run_id, token)
+        self.renewals += 1
+        return expires
+
+
+def setup(harness: Harness, steps: JsonValue = None) -> tuple[Machine, str]:
+    target = new_target()
+    machine = register(harness, target)
+    automation = create_automation(
+        harness.database,
+        target=target,
+        steps=steps
+        if steps is not None
+        else plan(
+            ("one", "test.echo", {"n": 1}),
+            ("two", "test.echo", {"n": 2}),
+            ("three", "test.echo", {"n": 3}),
+        )["steps"],
+    )
+    return machine, str(admit(harness.database, automation, harness).id)
+
+
+def executor(
+    harness: Harness,
+    api: MachineClient,
+    host: Host,
+    **options: object,
+) -> RunExecutor:
+    registry = ActionRegistry({"test.echo": host})
+    settings = ExecutorOptions(now=harness.clock.now, **options)  # type: ignore[arg-type]
+    return RunExecutor(api, registry, settings)
+
+
+async def claim(api: MachineClient) -> ClaimedRun:
+    claimed = await api.claim()
+    assert claimed is not None
+    return claimed
+
+
+# --- the happy path --------------------------------------------------------------------
+
+
+async def test_a_run_executes_every_step_in_order_and_completes(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    host = Host()
+    api = machine.client(http)
+    outcome = await executor(harness, api, host).execute(await claim(api))
+    assert outcome is Outcome.COMPLETED
+    assert host.steps() == [1, 2, 3]
+    entries = journal(harness.database, run_id)
+    assert [(s, e.status) for s, e in entries.items()] == [
+        ("one", "completed"),
+        ("two", "completed"),
+        ("three", "completed"),
+    ]
+    for n, step in enumerate(("one", "two", "three"), start=1):
+        assert host.keys(n) == [idempotency_key(run_id, step)]
+        assert entries[step].output == {"echo": {"n": n}}
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "completed"
+    assert row["output"] == {"echo": {"n": 3}}
+
+
+async def test_the_loop_claims_executes_and_stops(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    runner = executor(harness, api, Host())
+    assert await runner.run(asyncio.Event(), once=True) == 1
+    assert run_row(harness.database, run_id)["status"] == "completed"
+    assert await runner.run(asyncio.Event(), once=True) == 0
+
+
+# --- axioms ----------------------------------------------------------------------------
+
+
+async def test_axiom_20_the_executor_runs_the_snapshot_not_the_current_plan(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    from charter.db.database import connect
+
+    machine, run_id = setup(harness)
+    automation = run_row(harness.database, run_id)["automation_id"]
+    with connect(harness.database.url) as conn:
+        conn.execute(
+            "UPDATE charter.plans SET steps = "
+            """'[{"id": "other", "actionId": "test.echo", "input": {"n": 99}}]'::jsonb """
+            "WHERE automation_id = %s",
+            (automation,),
+        )
+        conn.commit()
+    host = Host()
+    api = machine.client(http)
+    assert await executor(harness, api, host).execute(await claim(api)) is Outcome.COMPLETED
+    assert host.steps() == [1, 2, 3]
+
+
+async def test_axiom_21_an_action_without_a_host_fails_the_run_before_any_step(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(
+        harness,
+        plan(("one", "test.echo", {"n": 1}), ("two", "shell.exec", {"cmd": "true"}))["steps"],
+    )
+    host = Host()
+    api = machine.client(http)
+    assert await executor(harness, api, host).execute(await claim(api)) is Outcome.FAILED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "failed"
+    assert "no action host for 'shell.exec'" in row["error"]
+    assert host.calls == []
+    assert journal(harness.database, run_id) == {}
+
+
+async def test_axiom_24_a_resumed_run_never_invokes_a_completed_step_again(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    first, run_id = setup(harness)
+    token = first.claimed()["lease"]["token"]
+    first.step(run_id, "one", "start", token=token)
+    first.step(run_id, "one", "complete", token=token, output={"from": "first"})
+    first.step(run_id, "two", "start", token=token)  # then the first machine vanished
+    fake(harness).advance(31)
+    second = register(harness, first.target)
+    host = Host()
+    api = second.client(http)
+    claimed = await claim(api)
+    assert claimed.journal["one"].status == "completed"
+    assert await executor(harness, api, host).execute(claimed) is Outcome.COMPLETED
+    assert host.steps() == [2, 3]  # resumed at the first incomplete step
+    entries = journal(harness.database, run_id)
+    assert entries["one"].output == {"from": "first"}
+    assert entries["two"].attempts == 2
+    assert run_row(harness.database, run_id)["output"] == {"echo": {"n": 3}}
+
+
+async def test_axiom_25_the_lease_is_renewed_while_an_action_runs(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = CountingApi(ORIGIN, machine.key, now=harness.clock.now, http=http)
+    # Each renewal happens 20 s later than the one before: without them the 30 s lease
+    # would lapse during the step, and its output could not be journalled.
+
+    def later() -> None:
+        fake(harness).advance(20)
+
+    api.before_renew = later
+    host = Host()
+
+    async def slow(call: ActionCall) -> JsonValue:
+        while api.renewals < 3:
+            await asyncio.sleep(0.005)
+        return {"renewed": api.renewals}
+
+    host.on(1, slow)
+    outcome = await executor(harness, api, host, heartbeat=0.01).execute(await claim(api))
+    assert outcome is Outcome.COMPLETED
+    assert api.renewals >= 3
+    assert journal(harness.database, run_id)["one"].output == {"renewed": 3}
+
+
+async def test_axiom_25_a_failed_renewal_cancels_the_action_and_stops_advancing(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    first, run_id = setup(harness)
+    second = register(harness, first.target)
+    api_a, api_b = first.client(http), second.client(http)
+    stolen: list[ClaimedRun] = []
+    host = Host()
+
+    async def lose_the_lease(call: ActionCall) -> JsonValue:
+        # The lease expires while the action runs, and another machine takes the run.
+        fake(harness).advance(31)
+        stolen.append(await claim(api_b))
+        await call.cancel.wait()  # the executor signals cancellation
+        return {"late": True}
+
+    host.on(1, lose_the_lease)
+    outcome = await executor(harness, api_a, host, heartbeat=0.01).execute(await claim(api_a))
+    assert outcome is Outcome.LOST
+    assert host.calls[0].cancel.is_set()
+    assert host.steps() == [1]  # step two never began
+    entries = journal(harness.database, run_id)
+    assert list(entries) == ["one"]
+    assert entries["one"].status == "running"  # the late output was not journalled
+    # The machine that holds the lease now resumes at the same step, with the same key.
+    assert await executor(harness, api_b, host).execute(stolen[0]) is Outcome.COMPLETED
+    assert host.keys(1) == [idempotency_key(run_id, "one")] * 2
+    assert host.steps() == [1, 1, 2, 3]
+
+
+async def test_axiom_25_an_action_ignoring_cancellation_is_cancelled_after_the_grace(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    cancelled = asyncio.Event()
+    host = Host()
+
+    async def stubborn(call: ActionCall) -> JsonValue:
+        fake(harness).advance(31)
+        try:
+            await asyncio.Event().wait()  # never returns by itself
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return None
+
+    host.on(1, stubborn)
+    runner = executor(harness, api, host, heartbeat=0.01, cancel_grace=0.01)
+    assert await runner.execute(await claim(api)) is Outcome.LOST
+    assert cancelled.is_set()
+    assert journal(harness.database, run_id)["one"].status == "running"
+
+
+async def test_axiom_26_every_retry_of_a_step_presents_the_same_key(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    host = Host()
+
+    async def flaky(call: ActionCall) -> JsonValue:
+        raise httpx.ConnectError("connection refused")
+
+    host.on(2, flaky)
+    host.on(2, flaky)
+    runner = executor(harness, api, host, retry_delay=lambda attempt: 1.0)
+    for _ in range(2):
+        assert await runner.execute(await claim(api)) is Outcome.RELEASED
+        fake(harness).advance(1)
+    assert await runner.execute(await claim(api)) is Outcome.COMPLETED
+    assert host.keys(2) == [idempotency_key(run_id, "two")] * 3
+    assert host.keys(1) == [idempotency_key(run_id, "one")]
+
+
+async def test_axiom_27_a_transient_failure_releases_with_a_bounded_retry_and_keeps_outputs(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    host = Host()
+
+    async def timeout(call: ActionCall) -> JsonValue:
+        raise httpx.ReadTimeout("the peer is slow")
+
+    host.on(2, timeout)
+    runner = executor(harness, api, host, retry_delay=lambda attempt: 1e9, max_retry_delay=90.0)
+    assert await runner.execute(await claim(api)) is Outcome.RELEASED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "pending"
+    assert "ReadTimeout" in row["error"]
+    retry_at = datetime.fromisoformat(row["retry_at"])
+    assert retry_at == harness.clock.now() + timedelta(seconds=90)  # capped
+    entries = journal(harness.database, run_id)
+    assert entries["one"].status == "completed"
+    assert entries["two"].status == "failed"
+    assert await api.claim() is None  # not before its retry time
+    fake(harness).set(retry_at)
+    assert await runner.execute(await claim(api)) is Outcome.COMPLETED
+    assert host.steps() == [1, 2, 2, 3]  # step one kept its output, never ran again
+
+
+async def test_axiom_27_transient_failures_fail_the_run_after_max_attempts(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    host = Host()
+
+    async def down(call: ActionCall) -> JsonValue:
+        raise ActionTransient("HTTP 503 from the peer")
+
+    host.on(1, down)
+    host.on(1, down)
+    runner = executor(harness, api, host, max_attempts=2, retry_delay=lambda attempt: 0.0)
+    assert await runner.execute(await claim(api)) is Outcome.RELEASED
+    assert await runner.execute(await claim(api)) is Outcome.FAILED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "failed"
+    assert "gave up after 2 attempt(s)" in row["error"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ActionFailed("HTTP 404 from the peer"),
+        ForbiddenRole("the actor holds none of the roles"),
+        ValueError("a bug in the host"),
+        httpx.UnsupportedProtocol("no such scheme"),
+    ],
+)
+async def test_axiom_27_a_deterministic_error_fails_the_run(
+    harness: Harness, http: httpx.AsyncClient, error: Exception
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    host = Host()
+
+    async def broken(call: ActionCall) -> JsonValue:
+        raise error
+
+    host.on(2, broken)
+    assert await executor(harness, api, host).execute(await claim(api)) is Outcome.FAILED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "failed"
+    assert "step 'two' (test.echo)" in row["error"]
+    entries = journal(harness.database, run_id)
+    assert entries["one"].status == "completed"
+    assert entries["two"].status == "failed"
+    assert host.steps() == [1, 2]
+
+
+async def test_axiom_27_an_invalid_plan_snapshot_fails_the_run(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    # The database checks only the shape of steps; the snapshot is validated on use.
+    machine, run_id = setup(harness, [{"id": "one", "input": {}}])
+    api = machine.client(http)
+    host = Host()
+    assert await executor(harness, api, host).execute(await claim(api)) is Outcome.FAILED
+    row = run_row(harness.database, run_id)
+    assert row["error"].startswith("invalid plan snapshot")
+    assert host.calls == []
+
+
+async def test_a_non_json_output_fails_the_run_without_journalling_it(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    host = Host()
+
+    async def nan(call: ActionCall) -> JsonValue:
+        return {"value": float("nan")}
+
+    host.on(1, nan)
+    assert await executor(harness, api, host).execute(await claim(api)) is Outcome.FAILED
+    assert "not JSON" in run_row(harness.database, run_id)["error"]
+    assert journal(harness.database, run_id)["one"].status == "failed"
+
+
+async def test_a_stopping_machine_releases_the_run_between_steps(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+    api = machine.client(http)
+    stop = asyncio.Event()
+    host = Host()
+
+    async def then_stop(call: ActionCall) -> JsonValue:
+        stop.set()
+        return "done"
+
+    host.on(1, then_stop)
+    claimed = await claim(api)
+    assert await executor(harness, api, host).execute(claimed, stop) is Outcome.RELEASED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "pending"
+    assert datetime.fromisoformat(row["retry_at"]) == harness.clock.now()
+    assert journal(harness.database, run_id)["one"].output == "done"
+
+
+# --- transient_failure -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (httpx.ConnectTimeout("t"), True),
+        (httpx.ReadTimeout("t"), True),
+        (httpx.WriteTimeout("t"), True),
+        (httpx.PoolTimeout("t"), True),
+        (httpx.ConnectError("c"), True),
+        (httpx.ReadError("r"), True),
+        (httpx.RemoteProtocolError("closed"), True),
+        (ActionTransient("5xx"), True),
+        (DatabaseUnavailable("down"), True),
+        (CharterError("HTTP 502: bad gateway", status=502), True),
+        (CharterError("HTTP 504", status=504), True),
+        (CharterError("HTTP 500", status=500), False),
+        (httpx.UnsupportedProtocol("ftp"), False),
+        (httpx.InvalidURL("bad"), False),
+        (httpx.TooManyRedirects("loop"), False),
+        (LeaseLost("gone"), False),
+        (ForbiddenRole("no"), False),
+        (Malformed("bad"), False),
+        (ActionFailed("404"), False),
+        (UnknownActionHost("x.y"), False),
+        (ValueError("bug"), False),
+        (asyncio.CancelledError(), False),
+    ],
+)
+def test_transient_failure_is_exactly_the_transport_kind(
+    error: BaseException, transient: bool
+) -> None:
+    assert transient_failure(error) is transient
+
+
+def test_api_unavailable_is_classified_by_its_transport_cause() -> None:
+    def wrapped(cause: Exception) -> ApiUnavailable:
+        try:
+            raise ApiUnavailable("cannot reach the Charter API") from cause
+        except ApiUnavailable as exc:
+            return exc
+
+    assert transient_failure(wrapped(httpx.ConnectError("refused")))
+    assert not transient_failure(wrapped(httpx.UnsupportedProtocol("ftp")))
+
+
+def test_plan_from_snapshot_ignores_allowlist_and_limits_but_nothing_else() -> None:
+    snapshot: dict[str, JsonValue] = {
+        "version": 1,
+        "steps": [{"id": "a", "actionId": "test.echo", "input": {}}],
+        "allowlist": None,
+        "limits": None,
+    }
+    assert [s.id for s in plan_from_snapshot(snapshot).steps] == ["a"]
+    with pytest.raises(InvalidPlan):
+        plan_from_snapshot({**snapshot, "extra": 1})
+    with pytest.raises(InvalidPlan):
+        plan_from_snapshot({"version": 1, "steps": []})
+
+
+def test_executor_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="heartbeat"):
+        ExecutorOptions(heartbeat=0)
+    with pytest.raises(ValueError, match="max_attempts"):
+        ExecutorOptions(max_attempts=0)
+
+
+def test_the_registry_has_no_fallback() -> None:
+    registry = default_registry(Settings())
+    assert registry.ids() == ["charter.submit", "http.request"]
+    with pytest.raises(UnknownActionHost):
+        registry.get("shell.exec")
+    with pytest.raises(ValueError, match="registered already"):
+        registry.register("http.request", HttpRequestAction())
+
+
+# --- http.request ----------------------------------------------------------------------
+
+
+def call(payload: JsonValue, key: str = "k" * 64) -> ActionCall:
+    return ActionCall("http.request", payload, key, asyncio.Event())
+
+
+async def test_http_request_sends_the_idempotency_key_and_returns_json() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(201, json={"id": 7}, headers={"Location": "/things/7"})
+
+    host = HttpRequestAction(transport=httpx.MockTransport(answer))
+    output = await host(
+        call(
+            {
+                "method": "post",
+                "url": "https://api.example/things",
+                "json": {"a": 1},
+                "headers": {"Idempotency-Key": "forged", "X-Trace": "1"},
+            }
+        )
+    )
+    assert output == {
+        "status": 201,
+        "headers": {"content-type": "application/json", "location": "/things/7"},
+        "json": {"id": 7},
+    }
+    assert seen[0].headers["Idempotency-Key"] == "k" * 64
+    assert seen[0].headers["X-Trace"] == "1"
+    assert seen[0].method == "POST"
+
+
+async def test_http_request_classifies_answers() -> None:
+    statuses = iter([503, 404, 200])
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(next(statuses), text="plain")
+
+    host = HttpRequestAction(transport=httpx.MockTransport(answer))
+    with pytest.raises(ActionTransient, match="503"):
+        await host(call({"url": "http://api.example/"}))
+    with pytest.raises(ActionFailed, match="404"):
+        await host(call({"url": "http://api.example/"}))
+    assert await host(call({"url": "http://api.example/"})) == {
+        "status": 200,
+        "headers": {"content-type": "text/plain; charset=utf-8"},
+        "text": "plain",
+    }
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "GET /",
+        {"url": "file:///etc/passwd"},
+        {"url": "http://x/", "method": "TRACE"},
+        {"url": "http://x/", "timeout": 0},
+        {"url": "http://x/", "headers": {"bad header": "x"}},
+        {"url": "http://x/", "body": "x"},
+    ],
+)
+async def test_http_request_refuses_bad_input(payload: JsonValue) -> None:
+    with pytest.raises(ActionFailed):
+        await HttpRequestAction()(call(payload))
+
+
+async def test_http_request_stops_when_cancelled() -> None:
+    async def hang(request: httpx.Request) -> httpx.Response:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    host = HttpRequestAction(transport=httpx.MockTransport(hang))
+    invocation = call({"url": "http://api.example/"})
+    task = asyncio.ensure_future(host(invocation))
+    await asyncio.sleep(0)
+    invocation.cancel.set()
+    with pytest.raises(ActionCancelled):
+        await task
+
+
+# --- charter.submit --------------------------------------------------------------------
+
+
+async def test_charter_submit_signs_submits_and_repeats_idempotently(
+    harness: Harness, tmp_path: Path
+) -> None:
+    key_file = tmp_path / "clerk.key"
+    write_secret_key_file(key_file, harness.keys["clerk"])
+    token = harness.token("processes:read")
+    host = CharterSubmitAction(
+        ORIGIN,
+        token,
+        now=harness.clock.now,
+        client=lambda: CharterClient(ORIGIN, token, http=harness.http),
+    )
+    process = f"p-{os.urandom(4).hex()}"
+    base: dict[str, JsonValue] = {
+        "process": process,
+        "workflow": ERRANDS,
+        "action": "create",
+        "input": {"amount": 5},
+        "key_file": str(key_file),
+    }
+    invocation = ActionCall("charter.submit", base, "a" * 64, asyncio.Event())
+    created = await host(invocation)
+    assert isinstance(created, dict)
+    assert created["seq"] == 1
+    assert created["state"] == "open"
+    # The same step again (an uncertain acknowledgement): the same event, not a second.
+    assert await host(invocation) == created
+    client = CharterClient(ORIGIN, token, http=harness.http)
+    events = client.events(process)
+    assert len(events) == 1
+    envelope = events[0]["envelope"]
+    assert isinstance(envelope, dict)
+    assert envelope["input"] == {"amount": 5, "meta": {"idempotency_key": "a" * 64}}
+    # Another step's key is another event; the governed engine's refusals are final.
+    noted = await host(
+        ActionCall(
+            "charter.submit",
+            {**base, "action": "note", "input": {}},
+            "b" * 64,
+            asyncio.Event(),
+        )
+    )
+    assert isinstance(noted, dict)
+    assert noted["seq"] == 2
+    with pytest.raises(ForbiddenRole) as refused:
+        await host(
+            ActionCall(
+                "charter.submit",
+                {**base, "action": "approve", "input": {}},
+                "c" * 64,
+                asyncio.Event(),
+            )
+        )
+    assert not transient_failure(refused.value)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"process": "p", "workflow": "w", "action": "a"},  # no key
+        {"process": "p", "workflow": "w", "action": "a", "key_file": "x", "key_env": "Y"},
+        {"process": "p", "workflow": "w", "key_env": "Y"},
+        {"process": "p", "workflow": "w", "action": "a", "key_env": "CHARTER_NO_SUCH_VAR"},
+        {"process": "p", "workflow": "w", "action": "a", "key_env": "Y", "input": []},
+    ],
+)
+async def test_charter_submit_refuses_bad_input(payload: JsonValue) -> None:
+    host = CharterSubmitAction("http://127.0.0.1:9", None)
+    with pytest.raises(ActionFailed):
+        await host(ActionCall("charter.submit", payload, "k" * 64, asyncio.Event()))
