@@ -13,9 +13,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## run: start Charter on its embedded PostgreSQL
+## run: start Charter on its embedded PostgreSQL with the live automation demo
 run: $(STAMP)
-	$(BIN)/charter up
+	$(BIN)/charter up --demo
 
 ## test: lint, type-check and run the whole test suite
 test: lint typecheck pytest

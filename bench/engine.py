@@ -29,6 +29,7 @@ from charter.api.app import create_app
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
+from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role, connect
 from charter.db.migrate import migrate
@@ -38,7 +39,7 @@ from charter.engine.verification import verify_process
 from common import measure, peak_rss_mib, percentiles, print_results
 
 WORKFLOW = "bench/counter"
-DEFINITION = {
+DEFINITION: JsonObject = {
     "dsl": 2,
     "states": ["open"],
     "roles": ["user"],

@@ -32,7 +32,13 @@ TABLES = [
     "dpop_proofs",
 ]
 # Configuration the API edits and may delete; everything else is history.
-DELETABLE_BY_ENGINE = {"automations", "schedule_triggers", "webhook_triggers", "plans", "dpop_proofs"}
+DELETABLE_BY_ENGINE = {
+    "automations",
+    "schedule_triggers",
+    "webhook_triggers",
+    "plans",
+    "dpop_proofs",
+}
 ROLES = ["charter_engine", "charter_worker", "charter_reader"]
 
 
