@@ -131,13 +131,19 @@ class AutomationWorker:
         return result
 
     def _claim(self, result: PassResult) -> list[WorkRow]:
-        with self.database.connection(Role.WORKER) as conn, conn.transaction():
+        with self.database.connection(Role.WORKER) as conn:
             books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none())
-            scheduled, queued = books.reclaim_expired()
+            # Its own transaction: reclaimed rows are free before (and whatever) we claim.
+            with conn.transaction():
+                scheduled, queued = books.reclaim_expired()
             result.reclaimed = scheduled + queued
-            lease, batch = self.settings.lease_seconds, self.settings.batch_size
-            rows: list[WorkRow] = list(books.claim_queue(lease_seconds=lease, limit=batch))
-            rows.extend(books.claim_scheduled(lease_seconds=lease, limit=batch - len(rows)))
+            with conn.transaction():
+                return self._claim_batch(books, result)
+
+    def _claim_batch(self, books: Bookkeeping, result: PassResult) -> list[WorkRow]:
+        lease, batch = self.settings.lease_seconds, self.settings.batch_size
+        rows: list[WorkRow] = list(books.claim_queue(lease_seconds=lease, limit=batch))
+        rows.extend(books.claim_scheduled(lease_seconds=lease, limit=batch - len(rows)))
         result.claimed = len(rows)
         return rows
 
@@ -146,8 +152,16 @@ class AutomationWorker:
             if self._stopping.is_set():
                 await asyncio.shield(asyncio.to_thread(self._release, row))
                 return None
-            # Shielded: a cancelled worker still records what it already submitted.
-            outcome = await asyncio.shield(asyncio.to_thread(self.firer.fire, row))
+            try:
+                # Shielded: a cancelled worker still records what it already submitted.
+                outcome = await asyncio.shield(asyncio.to_thread(self.firer.fire, row))
+            except CharterError as exc:
+                if not exc.retryable:
+                    raise  # a key failure: the worker must stop
+                # The database went away mid-fire: the row stays claimed until its lease
+                # runs out, then it is fired again (exactly once, by the occurrence key).
+                log.warning("firing %s interrupted: %s", row.id, exc.message)
+                return None
             if outcome.outcome is Outcome.ACCEPTED:
                 self.fired_total += 1
             return outcome

@@ -1,34 +1,10 @@
-"""`charter up`: database, migrations, automation key, API, worker and cron admission in one
-process."""
+"""`charter up`: the whole of Charter in one process."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import errno
-import os
-import signal
-import socket
-from collections.abc import Iterator
-from dataclasses import replace
-from pathlib import Path
-
 import typer
-import uvicorn
-from rich.console import Console
 
-from charter.api.app import create_app
-from charter.auth.tokens import create_token
-from charter.automation.keys import ensure_automation_actor, key_file
-from charter.automation.worker import AutomationWorker
-from charter.automations.admission import CronAdmission
-from charter.core.config import DEFAULT_HOST, DEFAULT_PORT, Settings
-from charter.core.ed25519 import write_private_file
-from charter.core.errors import ConfigurationError
-from charter.db.database import Database, Role, connect
-from charter.db.embedded import database_url
-from charter.db.migrate import migrate
-from charter.engine.process_event import Engine
+from charter.core.config import DEFAULT_HOST, DEFAULT_PORT
 
 
 def up(
@@ -41,130 +17,8 @@ def up(
         5.0, "--cron-interval", min=0.1, help="Seconds between cron admission ticks."
     ),
 ) -> None:
-    """Start Charter: database (embedded unless CHARTER_DATABASE_URL), migrations, API, worker."""
-    console = Console()
-    settings = Settings.from_env()
-    if not os.environ.get("CHARTER_API_URL"):
-        # The public origin is where we listen: machines' DPoP proofs are bound to it.
-        settings = replace(settings, api_url=f"http://{host}:{port}")
-    _check_port_free(host, port)
-    with database_url(settings) as url:
-        where = "CHARTER_DATABASE_URL" if settings.database_url else f"embedded, {settings.pgdata}"
-        console.print(f"[bold]database[/]  ready ({where})")
-        with connect(url) as conn:
-            applied = migrate(conn)
-        console.print(f"[bold]schema[/]    {len(applied)} migration(s) applied, up to date")
-        with Database(url, max_size=12) as database:
-            key = ensure_automation_actor(settings, database)
-            secret_where = (
-                "AUTOMATION_ACTOR_SK" if settings.automation_secret_key else key_file(settings)
-            )
-            console.print(
-                f"[bold]automation[/] actor key {key.public_key_hex[:16]}… ({secret_where})"
-            )
-            token_path = _ensure_admin_token(settings, database)
-            console.print(f"[bold]admin token[/] {token_path}")
-            engine = Engine(database, max_skew_seconds=settings.clock_skew_seconds)
-            worker = AutomationWorker(database, url, key, engine=engine)
-            server = _QuietServer(
-                uvicorn.Config(
-                    create_app(database, engine=engine, settings=settings),
-                    host=host,
-                    port=port,
-                    log_level="warning",
-                )
-            )
-            api_url = f"http://{host}:{port}"
-            console.print(f"[bold]api[/]       {api_url}  (Ctrl-C stops everything)")
-            console.print(f"[bold]worker[/]    {worker.worker_id}")
-            crons = CronAdmission(database, interval=cron_interval)
-            console.print(f"[bold]cron[/]      admission every {cron_interval:g} s")
-            demo_url = api_url if demo else None
-            asyncio.run(
-                _serve(
-                    server,
-                    worker,
-                    crons,
-                    demo_url=demo_url,
-                    settings=settings,
-                    console=console,
-                    token_path=token_path,
-                )
-            )
-    console.print("stopped cleanly")
+    """Start Charter: database (embedded unless CHARTER_DATABASE_URL), migrations, API,
+    automation worker and cron admission; Ctrl-C stops everything cleanly."""
+    from charter.cli.stack import start
 
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handling: `charter up` stops API and worker together."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-async def _serve(
-    server: uvicorn.Server,
-    worker: AutomationWorker,
-    crons: CronAdmission,
-    *,
-    demo_url: str | None,
-    settings: Settings,
-    console: Console,
-    token_path: Path,
-) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    tasks = {
-        asyncio.create_task(server.serve(), name="charter-api"),
-        asyncio.create_task(worker.run(), name="charter-worker"),
-        # Admission only inserts runs; its ticks log their own failures and go on.
-        asyncio.create_task(crons.run(), name="charter-cron"),
-        asyncio.create_task(stop.wait(), name="charter-stop"),
-    }
-    if demo_url is not None:
-        from charter.demo import run_demo
-
-        tasks.add(
-            asyncio.create_task(
-                run_demo(demo_url, settings, console, token_path), name="charter-demo"
-            )
-        )
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            if task.get_name() == "charter-demo" and not task.cancelled():
-                task.result()
-                await stop.wait()  # the demo finished; keep serving until Ctrl-C
-            elif task.get_name() != "charter-stop":
-                task.result()  # a side task died: say why
-    finally:
-        server.should_exit = True
-        worker.stop()
-        crons.stop()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _ensure_admin_token(settings: Settings, database: Database) -> Path:
-    """On first start, an admin (`*`) token in $CHARTER_HOME/admin-token, mode 0600."""
-    path = settings.home / "admin-token"
-    if path.exists():
-        return path
-    with database.connection(Role.ENGINE) as conn:
-        token = create_token(conn, scopes=["*"], name="admin (charter up)", principal="admin")
-    settings.home.mkdir(parents=True, exist_ok=True)
-    write_private_file(path, (token + "\n").encode("ascii"))
-    return path
-
-
-def _check_port_free(host: str, port: int) -> None:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc}"
-            raise ConfigurationError(
-                f"{host}:{port} {reason}; choose another with --port"
-            ) from None
+    start(host, port, demo=demo, cron_interval=cron_interval)

@@ -390,14 +390,14 @@ class Reads:
         self.database = database
 
     def process(self, process_id: str) -> ProcessView:
-        with self.database.connection(Role.READER) as conn:
+        with self.database.connection(Role.READER) as conn, conn.transaction():
             found = Store(conn).get_process(process_id)
         if found is None:
             raise UnknownProcess(f"no process {process_id!r}")
         return found
 
     def children(self, process_id: str) -> list[ProcessView]:
-        with self.database.connection(Role.READER) as conn:
+        with self.database.connection(Role.READER) as conn, conn.transaction():
             return Store(conn).child_processes(process_id)
 
     def events(self, process_id: str) -> list[StoredEvent]:

@@ -21,11 +21,13 @@ WHERE version = %(version)s
 
 -- lock_process --
 -- A process row, locked until the transaction ends: events on one process serialize here.
+-- NO KEY UPDATE (the id never changes) leaves foreign-key checks of work rows that point
+-- at the process unblocked, so a stalled event cannot stall every worker's claims.
 SELECT id, workflow_path, state, data, head_hash, seq, parent_id, parent_event_hash,
        created_at, updated_at
 FROM charter.processes
 WHERE id = %(id)s
-FOR UPDATE
+FOR NO KEY UPDATE
 
 -- get_process --
 -- A process row.
