@@ -40,6 +40,7 @@ from tests.integration.machinekit import (
     register,
     run_row,
 )
+from tests.integration.world import table_snapshot
 
 
 @pytest.fixture(scope="module")
@@ -566,3 +567,18 @@ def test_axiom_28_only_a_machine_of_the_selected_target_and_principal_claims(
         "/v1/machine/runs/{run_id}/steps/{step_id}/start",
     ]
     assert str(harness.http.base_url) == ORIGIN
+
+
+def test_axiom_22_the_automations_service_owns_its_whole_path(harness: Harness) -> None:
+    """Admission, claim, journal and completion touch only the automations tables: the
+    governed engine owns none of that path (and it owns none of the engine's). The one
+    bridge, the `charter.submit` action, goes through the public POST /v1/events."""
+    before = table_snapshot(harness.database)
+    machine, run_id = setup_run(harness)
+    token = lease_of(machine.claimed())
+    for step in ("one", "two", "three"):
+        assert machine.step(run_id, step, "start", token=token).status_code == 200
+        assert machine.step(run_id, step, "complete", token=token, output=step).status_code == 200
+    assert machine.run(run_id, "complete", token=token, output="done").status_code == 200
+    assert run_row(harness.database, run_id)["status"] == "completed"
+    assert table_snapshot(harness.database) == before
