@@ -39,7 +39,6 @@ import procrastinate
 import psutil
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
@@ -49,7 +48,7 @@ from charter.db.database import Database, Role, connect
 from charter.db.migrate import migrate
 from charter.engine import actors
 from charter.engine.process_event import Engine
-from common import percentiles, print_results
+from common import percentiles, print_results, scratch_database
 
 ADMIN_URL = os.environ.get(
     "CHARTER_TEST_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -425,32 +424,13 @@ def add_future_work(url: str, charter: CharterSide, count: int) -> tuple[float, 
 # --- the run ------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def bench_database() -> Iterator[str]:
-    name = f"charter_bench_automation_{os.getpid()}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                sql.Identifier(name)
-            )
-        )
-    url = make_conninfo(ADMIN_URL, dbname=name)
-    try:
-        yield url
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-
-
 def _ms(samples: Sequence[float]) -> dict[float, float]:
     return {point: value * 1000 for point, value in percentiles(samples).items()}
 
 
 def main(args: argparse.Namespace) -> None:
     started = time.monotonic()
-    with bench_database() as url:
+    with scratch_database("automation", migrated=False) as url:
         with connect(url) as conn:
             migrate(conn)
             for statement in OBSERVERS:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import platform
 import resource
+import secrets
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,3 +132,38 @@ def _cell(value: object) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+@contextmanager
+def scratch_database(prefix: str, *, migrated: bool = True) -> Iterator[str]:
+    """A (migrated) database of the benchmark's own on CHARTER_BENCH_ADMIN_URL (default
+    the local server), dropped afterwards; yields its URL."""
+    # Imported here: the pure benchmarks need no database driver.
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    from charter.db.database import connect
+    from charter.db.migrate import migrate
+
+    admin = os.environ.get(
+        "CHARTER_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+    )
+    name = f"charter_bench_{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                sql.Identifier(name)
+            )
+        )
+    url = make_conninfo(admin, dbname=name)
+    try:
+        if migrated:
+            with connect(url) as conn:
+                migrate(conn)
+        yield url
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )

@@ -10,7 +10,6 @@ Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local ser
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
 import socket
 import threading
@@ -19,11 +18,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import httpx
-import psycopg
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from charter.api.app import create_app
 from charter.core.config import Settings
@@ -31,12 +27,11 @@ from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
-from charter.db.database import Database, Role, connect
-from charter.db.migrate import migrate
+from charter.db.database import Database, Role
 from charter.engine import actors
 from charter.engine.process_event import Engine
 from charter.engine.verification import verify_process
-from common import measure, peak_rss_mib, percentiles, print_results
+from common import measure, peak_rss_mib, percentiles, print_results, scratch_database
 
 WORKFLOW = "bench/counter"
 DEFINITION: JsonObject = {
@@ -129,24 +124,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--verify-events", type=int, default=2000)
     args = parser.parse_args()
-    admin = os.environ.get(
-        "CHARTER_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-    )
-    name = f"charter_bench_engine_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                sql.Identifier(name)
-            )
-        )
-    url = make_conninfo(admin, dbname=name)
-    try:
-        with connect(url) as conn:
-            migrate(conn)
+    with scratch_database("engine") as url:
         bench(url, args.seconds, args.verify_events)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def bench(url: str, seconds: float, verify_events: int) -> None:

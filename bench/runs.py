@@ -17,7 +17,6 @@ import asyncio
 import base64
 import logging
 import multiprocessing
-import os
 import secrets
 import socket
 import time
@@ -25,10 +24,7 @@ import uuid
 from multiprocessing.context import SpawnProcess
 
 import httpx
-import psycopg
 import uvicorn
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 from charter.api.app import create_app
@@ -42,8 +38,7 @@ from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Database, Role, connect
-from charter.db.migrate import migrate
-from common import peak_rss_mib, percentiles, print_results
+from common import peak_rss_mib, percentiles, print_results, scratch_database
 
 PRINCIPAL = "bench"
 SECRET = "whsec_" + base64.b64encode(b"bench secret, thirty-two bytes!!").decode()
@@ -267,24 +262,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    admin = os.environ.get(
-        "CHARTER_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-    )
-    name = f"charter_bench_runs_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                sql.Identifier(name)
-            )
-        )
-    url = make_conninfo(admin, dbname=name)
-    try:
-        with connect(url) as conn:
-            migrate(conn)
+    with scratch_database("runs") as url:
         bench(url, args.seconds, args.runs)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 if __name__ == "__main__":

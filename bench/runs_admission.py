@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import os
-import secrets
 import socket
 import threading
 import time
@@ -20,10 +18,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
-import psycopg
 import uvicorn
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 from charter.api.app import create_app
@@ -31,8 +26,7 @@ from charter.automations.admission import fire_due_crons, receive_event
 from charter.automations.webhooks import sign
 from charter.core.config import Settings
 from charter.db.database import Database, Role, connect
-from charter.db.migrate import migrate
-from common import percentiles, print_results
+from common import percentiles, print_results, scratch_database
 
 PRINCIPAL = "bench"
 TARGET = "machine-1"
@@ -200,24 +194,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0)
     args = parser.parse_args()
-    admin = os.environ.get(
-        "CHARTER_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-    )
-    name = f"charter_bench_admission_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                sql.Identifier(name)
-            )
-        )
-    url = make_conninfo(admin, dbname=name)
-    try:
-        with connect(url) as conn:
-            migrate(conn)
+    with scratch_database("admission") as url:
         bench(url, args.seconds)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 if __name__ == "__main__":

@@ -18,10 +18,10 @@ import re
 import secrets
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
@@ -39,6 +39,7 @@ from charter.automations.plan import parse_plan
 from charter.core.clock import Clock
 from charter.core.errors import CharterError, Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
@@ -103,14 +104,8 @@ UNSET = Unset.UNSET
 # --- records ---------------------------------------------------------------------------
 
 
-class _Record:
-    @classmethod
-    def from_dict(cls, row: Mapping[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]
-
-
 @dataclass(frozen=True)
-class AutomationRecord(_Record):
+class AutomationRecord(RowRecord):
     id: uuid.UUID
     principal: str
     target: str
@@ -131,7 +126,7 @@ class AutomationRecord(_Record):
 
 
 @dataclass(frozen=True)
-class ScheduleRecord(_Record):
+class ScheduleRecord(RowRecord):
     id: uuid.UUID
     automation_id: uuid.UUID
     cron: str
@@ -157,7 +152,7 @@ class ScheduleRecord(_Record):
 
 
 @dataclass(frozen=True)
-class WebhookRecord(_Record):
+class WebhookRecord(RowRecord):
     """A webhook trigger as the API shows it: never with its secret."""
 
     id: uuid.UUID
@@ -183,7 +178,7 @@ class WebhookRecord(_Record):
 
 
 @dataclass(frozen=True)
-class PlanRecord(_Record):
+class PlanRecord(RowRecord):
     automation_id: uuid.UUID
     version: int
     steps: list[JsonValue]

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Self
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -29,6 +29,7 @@ from charter.automations.ledger import RunRecord, StepRecord, run_steps
 from charter.core.errors import CharterError, InvalidPublicKey, LeaseLost, Malformed, NotFound
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
@@ -79,7 +80,7 @@ class RunIncomplete(CharterError):
 
 
 @dataclass(frozen=True)
-class MachineRecord:
+class MachineRecord(RowRecord):
     id: str
     target: str
     principal: str
@@ -87,10 +88,6 @@ class MachineRecord:
     public_jwk: JsonObject
     created_at: datetime
     disabled_at: datetime | None
-
-    @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
 
     def to_json(self) -> JsonObject:
         return {

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import base64
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import psycopg
 from psycopg.rows import dict_row
@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from charter.core.errors import Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
@@ -29,7 +30,7 @@ RUN_STATUSES = ("pending", "running", "completed", "failed")
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(RowRecord):
     id: uuid.UUID
     automation_id: uuid.UUID
     trigger_id: uuid.UUID | None
@@ -51,10 +52,6 @@ class RunRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-
-    @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
 
     def to_json(self) -> JsonObject:
         """The API shape; the lease token is a secret of the machine holding it."""
@@ -81,7 +78,7 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
-class StepRecord:
+class StepRecord(RowRecord):
     run_id: uuid.UUID
     step_id: str
     position: int
@@ -92,10 +89,6 @@ class StepRecord:
     attempts: int
     started_at: datetime
     finished_at: datetime | None
-
-    @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
 
     def to_json(self) -> JsonObject:
         return {

@@ -8,11 +8,11 @@ provenance is never invented and an automated event always leads back to its cau
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Self
 
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
 from charter.engine.records import AUTOMATION_ACTOR_ID
 
@@ -21,7 +21,7 @@ AUTO_ACTION = "auto_action"
 
 
 @dataclass(frozen=True)
-class ScheduledRow:
+class ScheduledRow(RowRecord):
     """A row of scheduled_actions."""
 
     id: uuid.UUID
@@ -48,10 +48,6 @@ class ScheduledRow:
 
     kind = SCHEDULED_ACTION
 
-    @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
-
     @property
     def occurrence(self) -> datetime:
         return self.run_at
@@ -72,7 +68,7 @@ class ScheduledRow:
 
 
 @dataclass(frozen=True)
-class QueueRow:
+class QueueRow(RowRecord):
     """A row of automation_queue."""
 
     id: uuid.UUID
@@ -93,10 +89,6 @@ class QueueRow:
     lease_token: uuid.UUID | None
 
     kind = AUTO_ACTION
-
-    @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
 
     @property
     def occurrence(self) -> datetime:
