@@ -61,6 +61,8 @@ def create_automation(
     target: str,
     principal: str = "alice",
     steps: JsonValue = None,
+    allowlist: JsonValue = None,
+    limits: JsonValue = None,
 ) -> uuid.UUID:
     """An automation with a plan, written as the owner (the control API is not under test)."""
     steps = steps if steps is not None else THREE_STEPS["steps"]
@@ -72,8 +74,9 @@ def create_automation(
         ).fetchone()
         assert row is not None
         conn.execute(
-            "INSERT INTO charter.plans (automation_id, version, steps) VALUES (%s, 1, %s)",
-            (row[0], Jsonb(steps)),
+            "INSERT INTO charter.plans (automation_id, version, steps, allowlist, limits)"
+            " VALUES (%s, 1, %s, %s, %s)",
+            (row[0], Jsonb(steps), Jsonb(allowlist), Jsonb(limits)),
         )
         conn.commit()
     automation_id = row[0]

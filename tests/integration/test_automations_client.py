@@ -41,7 +41,7 @@ PLAN: dict[str, Any] = {
         {"id": "fetch", "actionId": "http.request", "input": {"url": "https://example.com"}},
         {"id": "file", "actionId": "charter.submit", "input": {}},
     ],
-    "limits": {"maxSteps": 2},
+    "limits": {"stepTimeoutSeconds": 2},
 }
 
 
@@ -253,7 +253,7 @@ def test_plans_and_runs(api: AutomationsClient) -> None:
         PlanStep("fetch", "http.request", {"url": "https://example.com"}),
         PlanStep("file", "charter.submit", {}),
     )
-    assert plan.limits == {"maxSteps": 2}
+    assert plan.limits == {"stepTimeoutSeconds": 2}
     assert plan.allowlist is None
     assert api.plan(automation.id) == plan
 

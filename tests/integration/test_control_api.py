@@ -25,7 +25,7 @@ PLAN: dict[str, Any] = {
         {"id": "file", "actionId": "charter.submit", "input": {"action": "note"}},
     ],
     "allowlist": ["http.request", "charter.submit"],
-    "limits": {"timeoutMs": 5000},
+    "limits": {"stepTimeoutSeconds": 5},
 }
 OTHER_PLAN: dict[str, Any] = {
     "version": 1,
@@ -540,6 +540,10 @@ def test_put_show_replace_and_clear_the_plan(api: Api) -> None:
         ({"version": 2, "steps": OTHER_PLAN["steps"]}, "/version: must be 1"),
         ({"steps": OTHER_PLAN["steps"]}, "/version: must be 1"),
         ({"version": 1, "steps": [{"id": "a", "actionId": "http.request"}]}, "/steps/0/input"),
+        ({**OTHER_PLAN, "allowlist": "http.*"}, "/allowlist: must be a list"),
+        ({**OTHER_PLAN, "allowlist": ["Not An Id"]}, "/allowlist/0"),
+        ({**OTHER_PLAN, "limits": {"timeoutMs": 5}}, "/limits: unknown keys"),
+        ({**OTHER_PLAN, "limits": {"stepTimeoutSeconds": -1}}, "/limits/stepTimeoutSeconds"),
     ],
 )
 def test_invalid_plans_are_422_with_every_problem(

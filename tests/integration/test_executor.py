@@ -126,12 +126,20 @@ class CountingApi(MachineClient):
         return expires
 
 
-def setup(harness: Harness, steps: JsonValue = None) -> tuple[Machine, str]:
+def setup(
+    harness: Harness,
+    steps: JsonValue = None,
+    *,
+    allowlist: JsonValue = None,
+    limits: JsonValue = None,
+) -> tuple[Machine, str]:
     target = new_target()
     machine = register(harness, target)
     automation = create_automation(
         harness.database,
         target=target,
+        allowlist=allowlist,
+        limits=limits,
         steps=steps
         if steps is not None
         else plan(
@@ -236,6 +244,42 @@ async def test_axiom_21_an_action_without_a_host_fails_the_run_before_any_step(
     assert "no action host for 'shell.exec'" in row["error"]
     assert host.calls == []
     assert journal(harness.database, run_id) == {}
+
+
+async def test_an_action_off_the_allowlist_fails_the_run_before_any_step(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness, allowlist=["http.*"])
+    host = Host()
+    api = machine.client(http)
+    assert await executor(harness, api, host).execute(await claim(api)) is Outcome.FAILED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "failed"
+    assert "'test.echo' is not on the allowlist" in row["error"]
+    assert host.calls == []
+
+
+async def test_an_action_past_the_step_time_limit_is_cancelled_and_fails_the_run(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness, limits={"stepTimeoutSeconds": 0.2})
+    api = machine.client(http)
+    host = Host()
+    cancelled = asyncio.Event()
+
+    async def slow(call: ActionCall) -> JsonValue:
+        await call.cancel.wait()
+        cancelled.set()
+        return None
+
+    host.on(1, slow)
+    ran = executor(harness, api, host, heartbeat=0.05)
+    assert await ran.execute(await claim(api)) is Outcome.FAILED
+    assert cancelled.is_set()
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "failed"
+    assert "ran past 0.2 s" in row["error"]
+    assert host.steps() == [1]
 
 
 async def test_axiom_24_a_resumed_run_never_invokes_a_completed_step_again(
@@ -535,14 +579,32 @@ def test_api_unavailable_is_classified_by_its_transport_cause() -> None:
     assert not transient_failure(wrapped(httpx.UnsupportedProtocol("ftp")))
 
 
-def test_plan_from_snapshot_ignores_allowlist_and_limits_but_nothing_else() -> None:
+def test_plan_from_snapshot_reads_the_plan_and_its_policy_and_nothing_else() -> None:
     snapshot: dict[str, JsonValue] = {
         "version": 1,
         "steps": [{"id": "a", "actionId": "test.echo", "input": {}}],
         "allowlist": None,
         "limits": None,
     }
-    assert [s.id for s in plan_from_snapshot(snapshot).steps] == ["a"]
+    plan_, policy = plan_from_snapshot(snapshot)
+    assert [s.id for s in plan_.steps] == ["a"]
+    assert policy.allows("anything.at_all")
+    _, narrow = plan_from_snapshot(
+        {**snapshot, "allowlist": ["test.*", "http.request"], "limits": {"stepTimeoutSeconds": 2}}
+    )
+    assert (narrow.allows("test.echo"), narrow.allows("http.request")) == (True, True)
+    assert (narrow.allows("charter.submit"), narrow.allows("testing.x")) == (False, False)
+    assert narrow.step_timeout_seconds == 2.0
+    bad_policies: list[dict[str, JsonValue]] = [
+        {"allowlist": "test.*"},
+        {"allowlist": ["Not An Id"]},
+        {"limits": {"x": 1}},
+        {"limits": {"stepTimeoutSeconds": 0}},
+        {"limits": {"stepTimeoutSeconds": True}},
+    ]
+    for bad in bad_policies:
+        with pytest.raises(InvalidPlan):
+            plan_from_snapshot({**snapshot, **bad})
     with pytest.raises(InvalidPlan):
         plan_from_snapshot({**snapshot, "extra": 1})
     with pytest.raises(InvalidPlan):

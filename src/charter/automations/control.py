@@ -35,7 +35,7 @@ from charter.automations.ledger import (
     decode_cursor,
     encode_cursor,
 )
-from charter.automations.plan import parse_plan
+from charter.automations.plan import parse_plan, parse_policy
 from charter.core.clock import Clock
 from charter.core.errors import CharterError, Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -265,9 +265,10 @@ def webhook_changes(body: Mapping[str, JsonValue]) -> WebhookChanges:
 
 def plan_document(body: Mapping[str, JsonValue]) -> PlanDocument:
     """A plan checked with `parse_plan` (InvalidPlan lists every problem) and its
-    allowlist and limits (any JSON, null for none)."""
+    allowlist and limits checked with `parse_policy` (null for none)."""
     document: JsonObject = {k: body[k] for k in ("version", "steps") if k in body}
     plan = parse_plan(document).to_json()
+    parse_policy(body.get("allowlist"), body.get("limits"))
     return PlanDocument(plan, body.get("allowlist"), body.get("limits"))
 
 

@@ -40,7 +40,7 @@ import httpx
 from charter.automations.actions import ActionCall, ActionRegistry, ActionTransient
 from charter.automations.dpop import InvalidDpop
 from charter.automations.machine_client import ClaimedRun, JournalEntry
-from charter.automations.plan import InvalidPlan, Plan, Step, parse_plan
+from charter.automations.plan import InvalidPlan, Plan, Policy, Step, parse_plan, parse_policy
 from charter.core.crashpoints import STEP_RETURNED_BEFORE_JOURNAL, crash_point
 from charter.core.errors import CharterError, LeaseLost
 from charter.core.ijson import check_value
@@ -198,13 +198,18 @@ class RunExecutor:
     async def execute(self, claimed: ClaimedRun, stop: asyncio.Event | None = None) -> Outcome:
         """Walk a claimed run's plan from its first incomplete step."""
         try:
-            plan = plan_from_snapshot(claimed.plan)
+            plan, policy = plan_from_snapshot(claimed.plan)
         except InvalidPlan as exc:
             return await self._fail(claimed, f"invalid plan snapshot: {exc.message}")
         for step in plan.steps:
             if step.action_id not in self.actions:
                 return await self._fail(
                     claimed, f"step {step.id!r}: no action host for {step.action_id!r}"
+                )
+            if not policy.allows(step.action_id):
+                # An authorization failure: deterministic, the run fails before any step.
+                return await self._fail(
+                    claimed, f"step {step.id!r}: {step.action_id!r} is not on the allowlist"
                 )
         try:
             last: JsonValue = None
@@ -217,7 +222,9 @@ class RunExecutor:
                     return await self._release(claimed, "the machine is stopping", retry=False)
                 # Axiom 25: the service confirms the lease by journalling the step running.
                 started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
-                result = await self._invoke(claimed, step, started.idempotency_key)
+                result = await self._invoke(
+                    claimed, step, started.idempotency_key, policy.step_timeout_seconds
+                )
                 if isinstance(result, _Lost):
                     log.warning(
                         "run %s: lease renewal failed during step %s (%s); not advancing",
@@ -243,17 +250,23 @@ class RunExecutor:
             return await self._service_failed(claimed, exc)
 
     async def _invoke(
-        self, claimed: ClaimedRun, step: Step, key: str
+        self, claimed: ClaimedRun, step: Step, key: str, timeout: float | None = None
     ) -> _Returned | _Raised | _Lost:
-        """Run the action, renewing the lease every heartbeat until it returns."""
+        """Run the action, renewing the lease every heartbeat until it returns (or runs
+        past the plan's `stepTimeoutSeconds`: then it is cancelled and the run fails)."""
         cancel = asyncio.Event()
         host = self.actions.get(step.action_id)
         task = asyncio.ensure_future(host(ActionCall(step.action_id, step.input, key, cancel)))
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         try:
             while True:
                 await asyncio.wait({task}, timeout=self.options.heartbeat)
                 if task.done():
                     break
+                if deadline is not None and asyncio.get_running_loop().time() >= deadline:
+                    cancel.set()
+                    await self._wind_down(task)
+                    return _Raised(StepTimedOut(f"{step.action_id} ran past {timeout:g} s"))
                 try:
                     await self.api.renew(claimed.run_id, claimed.token)
                 except Exception as exc:
@@ -336,15 +349,20 @@ class RunExecutor:
         return Outcome.FAILED
 
 
-def plan_from_snapshot(snapshot: JsonValue) -> Plan:
-    """The plan of a run's snapshot: `{"version", "steps"}` as admission stored it, next
-    to the automation's `allowlist` and `limits` (carried, not interpreted here)."""
+class StepTimedOut(Exception):
+    """An action ran past the plan's step time limit (deterministic: the run fails)."""
+
+
+def plan_from_snapshot(snapshot: JsonValue) -> tuple[Plan, Policy]:
+    """The plan and policy of a run's snapshot: `{"version", "steps"}` as admission stored
+    it, next to the automation's `allowlist` and `limits`."""
     if not isinstance(snapshot, dict):
         raise InvalidPlan("the plan snapshot is not an object", problems=["/: not an object"])
     unknown = sorted(set(snapshot) - _SNAPSHOT_KEYS)
     if unknown:
         raise InvalidPlan(f"the plan snapshot has unknown keys {unknown}", problems=unknown)
-    return parse_plan({k: v for k, v in snapshot.items() if k in ("version", "steps")})
+    plan = parse_plan({k: v for k, v in snapshot.items() if k in ("version", "steps")})
+    return plan, parse_policy(snapshot.get("allowlist"), snapshot.get("limits"))
 
 
 def _describe(error: BaseException) -> str:

@@ -101,3 +101,65 @@ def _step(raw: JsonValue, pointer: str, problems: list[str]) -> Step | None:
     if len(problems) > before or not isinstance(step_id, str) or not isinstance(action_id, str):
         return None
     return Step(step_id, action_id, raw["input"])
+
+
+MAX_STEP_TIMEOUT_SECONDS = 24 * 3600
+_LIMIT_KEYS = {"stepTimeoutSeconds"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a plan may do: `allowlist` (action ids, or `prefix.*`; None allows every
+    registered action) and `limits` (`stepTimeoutSeconds`: an action running longer is
+    cancelled and the run fails)."""
+
+    allowlist: tuple[str, ...] | None = None
+    step_timeout_seconds: float | None = None
+
+    def allows(self, action_id: str) -> bool:
+        if self.allowlist is None:
+            return True
+        return any(
+            action_id == entry or (entry.endswith(".*") and action_id.startswith(entry[:-1]))
+            for entry in self.allowlist
+        )
+
+
+def parse_policy(allowlist: JsonValue, limits: JsonValue) -> Policy:
+    """Validate an automation's allowlist and limits (null: none)."""
+    problems: list[str] = []
+    entries: tuple[str, ...] | None = None
+    if allowlist is not None:
+        if not isinstance(allowlist, list) or not all(isinstance(e, str) for e in allowlist):
+            problems.append("/allowlist: must be a list of action ids (or 'prefix.*')")
+        else:
+            for index, entry in enumerate(allowlist):
+                assert isinstance(entry, str)
+                name = entry[:-2] if entry.endswith(".*") else entry
+                if not (ACTION_ID.fullmatch(name) or re.fullmatch(r"[a-z][a-z0-9_]*", name)):
+                    problems.append(f"/allowlist/{index}: {entry!r} is not an action id")
+            entries = tuple(str(e) for e in allowlist)
+    timeout: float | None = None
+    if limits is not None:
+        if not isinstance(limits, dict):
+            problems.append("/limits: must be an object")
+        else:
+            unknown = sorted(set(limits) - _LIMIT_KEYS)
+            if unknown:
+                problems.append(f"/limits: unknown keys {unknown}")
+            raw = limits.get("stepTimeoutSeconds")
+            if raw is not None:
+                if (
+                    isinstance(raw, bool)
+                    or not isinstance(raw, int | float)
+                    or not (0 < raw <= MAX_STEP_TIMEOUT_SECONDS)
+                ):
+                    problems.append(
+                        "/limits/stepTimeoutSeconds: a number of seconds above 0 and at most "
+                        f"{MAX_STEP_TIMEOUT_SECONDS}"
+                    )
+                else:
+                    timeout = float(raw)
+    if problems:
+        raise InvalidPlan(f"invalid plan: {problems[0]}", problems=problems)
+    return Policy(entries, timeout)
