@@ -24,6 +24,7 @@ from charter.core.errors import (
     StalePrev,
     UnknownActor,
     UnknownProcess,
+    UnknownWorkflow,
     WorkflowMismatch,
 )
 from charter.core.jsontypes import JsonObject
@@ -101,7 +102,13 @@ class Engine:
         try:
             self._check_clock(envelope)
             verify_submission(submission)  # before any lock: a forgery costs no contention
-            with self.database.connection(Role.ENGINE) as conn, conn.transaction():
+            # Pipeline mode: statements whose results are not needed yet travel together
+            # (the reads, then the writes with the COMMIT), saving round trips.
+            with (
+                self.database.connection(Role.ENGINE) as conn,
+                conn.pipeline(),
+                conn.transaction(),
+            ):
                 accepted = self._apply(Store(conn, now=self.clock.now_or_none()), submission)
         except CharterError as exc:
             self.record_rejection(exc, envelope)
@@ -144,15 +151,20 @@ class Engine:
 
     def _apply(self, store: Store, submission: Submission) -> Accepted:
         envelope = submission.envelope
-        actor = self._actor(store, envelope.actor)
+        inputs = store.decision_inputs(
+            public_key=envelope.actor,
+            process_id=envelope.process,
+            workflow_path=envelope.workflow,
+            lock=envelope.prev is not None,
+        )
+        actor = self._actor(envelope.actor, inputs.actor)
         event_hash = envelope.hash()
         if envelope.prev is None:
             process = None
-            if store.get_process(envelope.process) is not None:
+            if inputs.process is not None:
                 raise Duplicate(f"process {envelope.process!r} already exists")
-            version, workflow = self.registry.current(store, envelope.workflow)
         else:
-            process = store.lock_process(envelope.process)
+            process = inputs.process
             if process is None:
                 raise UnknownProcess(f"no process {envelope.process!r}")
             if process.workflow != envelope.workflow:
@@ -163,7 +175,10 @@ class Engine:
                 if store.event_by_hash(event_hash) is not None:
                     raise Duplicate(f"event {event_hash} is already recorded")
                 raise StalePrev(head=process.head, seq=process.seq)
-            version, workflow = self.registry.current(store, process.workflow)
+        if inputs.version is None:
+            raise UnknownWorkflow(f"no workflow is deployed at {envelope.workflow!r}")
+        version = inputs.version
+        workflow = self.registry.workflow(store, version)
         work = work_row_for(store, envelope, actor)
         if work is not None:
             refuse_if_fired(store, work)
@@ -208,8 +223,11 @@ class Engine:
         )
         return Accepted(event_hash, seq, after)
 
-    def _actor(self, store: Store, public_key: str) -> ActorContext:
-        found = store.actor_for_key(public_key)
+    @staticmethod
+    def _actor(
+        public_key: str,
+        found: tuple[str, tuple[str, ...], datetime | None, datetime | None] | None,
+    ) -> ActorContext:
         if found is None:
             raise UnknownActor(f"no actor has the key {public_key}")
         actor_id, roles, retired_at, disabled_at = found

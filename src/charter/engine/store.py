@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -24,6 +25,13 @@ from charter.engine.work import QueueRow, ScheduledRow, WorkRow
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 
+@dataclass(frozen=True)
+class DecisionInputs:
+    actor: tuple[str, tuple[str, ...], datetime | None, datetime | None] | None
+    process: ProcessView | None
+    version: str | None
+
+
 class Store:
     def __init__(self, conn: Conn, *, now: datetime | None = None) -> None:
         self.conn = conn
@@ -38,6 +46,29 @@ class Store:
         if row is None:
             return None
         return str(row[0]), tuple(row[1]), row[2], row[3]
+
+    def decision_inputs(
+        self, *, public_key: str, process_id: str, workflow_path: str, lock: bool
+    ) -> DecisionInputs:
+        """The signer's actor, the process (locked when `lock`) and the current workflow
+        version, sent together: one round trip when the connection is in pipeline mode."""
+        actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
+        process = self.conn.execute(
+            query("lock_process" if lock else "get_process"), {"id": process_id}
+        )
+        version = self.conn.execute(query("current_workflow_version"), {"path": workflow_path})
+        actor_row, process_row, version_row = (
+            actor.fetchone(),
+            process.fetchone(),
+            version.fetchone(),
+        )
+        return DecisionInputs(
+            actor=(str(actor_row[0]), tuple(actor_row[1]), actor_row[2], actor_row[3])
+            if actor_row
+            else None,
+            process=process_from_row(process_row) if process_row else None,
+            version=str(version_row[0]) if version_row else None,
+        )
 
     def current_workflow_version(self, path: str) -> str | None:
         row = self.conn.execute(query("current_workflow_version"), {"path": path}).fetchone()
@@ -121,8 +152,8 @@ class Store:
         workflow_path: str,
         workflow_version: str,
         cause_hash: str | None = None,
-    ) -> datetime:
-        row = self.conn.execute(
+    ) -> None:
+        self.conn.execute(
             query("insert_event"),
             {
                 "process_id": process_id,
@@ -141,9 +172,7 @@ class Store:
                 "cause_hash": cause_hash,
                 "now": self.now,
             },
-        ).fetchone()
-        assert row is not None
-        return cast(datetime, row[0])
+        )
 
     def process_events(self, process_id: str) -> list[StoredEvent]:
         rows = self.conn.execute(query("process_events"), {"process_id": process_id}).fetchall()

@@ -61,7 +61,6 @@ INSERT INTO charter.events (process_id, seq, hash, prev_hash, kind, envelope, si
 VALUES (%(process_id)s, %(seq)s, %(hash)s, %(prev_hash)s, %(kind)s, %(envelope)s::json,
         %(signature)s, %(actor)s, %(actor_id)s, %(actor_roles)s, %(action)s, %(workflow_path)s,
         %(workflow_version)s, %(cause_hash)s, coalesce(%(now)s, now()))
-RETURNING received_at
 
 -- advance_process --
 -- Move a process onto its new head with its new state and data.
