@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import settings
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
@@ -24,6 +25,10 @@ from charter.db.embedded import EmbeddedServer
 from charter.db.migrate import migrate
 
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+# Properties are about correctness; a busy machine must not turn slowness into failures.
+settings.register_profile("charter", deadline=None)
+settings.load_profile("charter")
 Conn = psycopg.Connection[tuple[object, ...]]
 
 
