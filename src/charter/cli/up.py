@@ -17,8 +17,11 @@ def up(
         5.0, "--cron-interval", min=0.1, help="Seconds between cron admission ticks."
     ),
 ) -> None:
-    """Start Charter: database (embedded unless CHARTER_DATABASE_URL), migrations, API,
-    automation worker and cron admission; Ctrl-C stops everything cleanly."""
+    """Start Charter: database, migrations, API, automation worker and cron admission.
+
+    The database is embedded unless CHARTER_DATABASE_URL is set; Ctrl-C stops
+    everything cleanly.
+    """
     from charter.cli.stack import start
 
     start(host, port, demo=demo, cron_interval=cron_interval)
