@@ -24,9 +24,10 @@ from charter.client import CharterClient
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
 from charter.core.envelope import Envelope, Submission, sign
-from charter.core.errors import Duplicate
+from charter.core.errors import Duplicate, UnknownWorkflow
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
+from charter.dsl.canonical import version_hash
 
 WORKFLOW_PATH = "demo/onboarding"
 DEMO_SECONDS = 75.0
@@ -83,7 +84,6 @@ def _actor(client: CharterClient, settings: Settings, actor_id: str, role: str) 
         return read_secret_key_file(path)
     key = SecretKey.generate()
     path.parent.mkdir(parents=True, exist_ok=True)
-    client.deploy_workflow(WORKFLOW_PATH, demo_definition())
     try:
         client.add_actor(actor_id, key.public_key_hex, [role])
     except Duplicate:
@@ -93,9 +93,20 @@ def _actor(client: CharterClient, settings: Settings, actor_id: str, role: str) 
 
 
 def _start(client: CharterClient, customer: SecretKey, process_id: str) -> None:
-    client.deploy_workflow(WORKFLOW_PATH, demo_definition())
+    _deploy_once(client)
     opened = client.submit(_signed(customer, process_id, "open", {"name": "Ada Lovelace"}, None))
     client.submit(_signed(customer, process_id, "submit_onboarding", {}, str(opened["hash"])))
+
+
+def _deploy_once(client: CharterClient) -> None:
+    """Deploy the demo workflow unless that very version is already current."""
+    definition = demo_definition()
+    try:
+        current = client.workflow(WORKFLOW_PATH).get("version")
+    except UnknownWorkflow:
+        current = None
+    if current != version_hash(definition):
+        client.deploy_workflow(WORKFLOW_PATH, definition)
 
 
 def _signed(
