@@ -85,11 +85,16 @@ def create_automation(
 
 
 def admit(
-    database: Database, automation_id: uuid.UUID, harness: Harness | None = None
+    database: Database,
+    automation_id: uuid.UUID,
+    harness: Harness | None = None,
+    input: JsonValue = None,
 ) -> RunRecord:
     now = harness.clock.now_or_none() if harness else None
     with database.connection(Role.ENGINE) as conn, conn.transaction():
-        run = admit_run(conn, automation_id=automation_id, trigger_kind="manual", now=now)
+        run = admit_run(
+            conn, automation_id=automation_id, trigger_kind="manual", input=input, now=now
+        )
     assert run is not None
     return run
 

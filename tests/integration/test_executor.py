@@ -246,6 +246,27 @@ async def test_axiom_21_an_action_without_a_host_fails_the_run_before_any_step(
     assert journal(harness.database, run_id) == {}
 
 
+async def test_step_inputs_read_the_run_input_and_earlier_outputs(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    target = new_target()
+    machine = register(harness, target)
+    steps = plan(
+        ("one", "test.echo", {"n": 1}),
+        ("two", "test.echo", {"n": 2, "after": "{{ steps.one.echo.n }}",
+                              "who": "{{ input.payload.name }}", "note": "for {{ input.kind }}"}),
+    )["steps"]  # fmt: skip
+    automation = create_automation(harness.database, target=target, steps=steps)
+    admit(harness.database, automation, harness, {"kind": "webhook", "payload": {"name": "Ada"}})
+    host = Host()
+    api = machine.client(http)
+    assert await executor(harness, api, host).execute(await claim(api)) is Outcome.COMPLETED
+    assert [c.payload for c in host.calls] == [
+        {"n": 1},
+        {"n": 2, "after": 1, "who": "Ada", "note": "for webhook"},
+    ]
+
+
 async def test_an_action_off_the_allowlist_fails_the_run_before_any_step(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:

@@ -213,17 +213,20 @@ class RunExecutor:
                 )
         try:
             last: JsonValue = None
+            outputs: dict[str, JsonValue] = {}  # what `{{ steps.<id>.… }}` reads
             for step in plan.steps:
                 entry = claimed.journal.get(step.id)
                 if entry is not None and entry.status == "completed":
                     last = entry.output  # axiom 24: a completed step is never invoked again
+                    outputs[step.id] = last
                     continue
                 if stop is not None and stop.is_set():
                     return await self._release(claimed, "the machine is stopping", retry=False)
                 # Axiom 25: the service confirms the lease by journalling the step running.
                 started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
+                payload = step.render_input(claimed.input, outputs)
                 result = await self._invoke(
-                    claimed, step, started.idempotency_key, policy.step_timeout_seconds
+                    claimed, step, payload, started.idempotency_key, policy.step_timeout_seconds
                 )
                 if isinstance(result, _Lost):
                     log.warning(
@@ -243,20 +246,25 @@ class RunExecutor:
                     )
                 crash_point(STEP_RETURNED_BEFORE_JOURNAL)
                 await self.api.complete_step(claimed.run_id, step.id, claimed.token, result.output)
-                last = result.output
+                last = outputs[step.id] = result.output
             await self.api.complete_run(claimed.run_id, claimed.token, last)
             return Outcome.COMPLETED
         except Exception as exc:
             return await self._service_failed(claimed, exc)
 
     async def _invoke(
-        self, claimed: ClaimedRun, step: Step, key: str, timeout: float | None = None
+        self,
+        claimed: ClaimedRun,
+        step: Step,
+        payload: JsonValue,
+        key: str,
+        timeout: float | None = None,
     ) -> _Returned | _Raised | _Lost:
         """Run the action, renewing the lease every heartbeat until it returns (or runs
         past the plan's `stepTimeoutSeconds`: then it is cancelled and the run fails)."""
         cancel = asyncio.Event()
         host = self.actions.get(step.action_id)
-        task = asyncio.ensure_future(host(ActionCall(step.action_id, step.input, key, cancel)))
+        task = asyncio.ensure_future(host(ActionCall(step.action_id, payload, key, cancel)))
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         try:
             while True:

@@ -8,16 +8,25 @@ again by the executor on the snapshot a run carries: an invalid plan fails the r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from charter.core.errors import CharterError
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.dsl.errors import TemplateError
+from charter.dsl.scope import Scope
+from charter.dsl.templates import Template, compile_template
 
 STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 ACTION_ID = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
 MAX_STEPS = 100
 _PLAN_KEYS = {"version", "steps"}
+# What a step's input templates may read (DSL templates, docs/machines.md).
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Not `now`: a retried step must get the same input as its first attempt.
+TEMPLATE_ROOTS = frozenset({"input", "steps"})
 _STEP_KEYS = {"id", "actionId", "input"}
 
 
@@ -33,9 +42,23 @@ class Step:
     id: str
     action_id: str
     input: JsonValue
+    # Compiled by parse_plan; a Step built by hand compiles its input on first use.
+    template: Template | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> JsonObject:
         return {"id": self.id, "actionId": self.action_id, "input": self.input}
+
+    def render_input(self, run_input: JsonValue, outputs: Mapping[str, JsonValue]) -> JsonValue:
+        """The step's input with `{{ input.… }}` (the run's input: a webhook delivery, a
+        cron occurrence, a manual trigger's body) and `{{ steps.<id>.… }}` (the outputs of
+        earlier steps) filled in. Rendering is pure: a retried step gets the same input."""
+        scope = Scope(
+            document={"steps": dict(outputs)},
+            now=_EPOCH,  # unused: templates may not read `now`
+            input=run_input if isinstance(run_input, dict) else {},
+        )
+        template = self.template if self.template is not None else compile_template(self.input)
+        return template.render(scope)
 
 
 @dataclass(frozen=True)
@@ -91,16 +114,27 @@ def _step(raw: JsonValue, pointer: str, problems: list[str]) -> Step | None:
         problems.append(f"{pointer}/id: must match {STEP_ID.pattern}")
     if not isinstance(action_id, str) or not ACTION_ID.fullmatch(action_id):
         problems.append(f"{pointer}/actionId: must be a dotted action name like 'http.request'")
+    template: Template | None = None
     if "input" not in raw:
         problems.append(f"{pointer}/input: required (use {{}} for none)")
     else:
         try:
             check_value(raw["input"])
+            template = compile_template(raw["input"])
+        except TemplateError as exc:
+            problems.extend(f"{pointer}/input{where}: {message}" for where, message in exc.problems)
         except CharterError as exc:
             problems.append(f"{pointer}/input: {exc.message}")
+        if template is not None:
+            for name in sorted(template.references()):
+                if name.split(".")[0] not in TEMPLATE_ROOTS:
+                    problems.append(
+                        f"{pointer}/input: {{{{ {name} }}}} reads neither input nor steps"
+                    )
     if len(problems) > before or not isinstance(step_id, str) or not isinstance(action_id, str):
         return None
-    return Step(step_id, action_id, raw["input"])
+    assert template is not None
+    return Step(step_id, action_id, raw["input"], template)
 
 
 MAX_STEP_TIMEOUT_SECONDS = 24 * 3600
