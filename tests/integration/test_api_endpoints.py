@@ -294,6 +294,34 @@ def test_an_invalid_workflow_is_422_with_every_problem(h: Harness) -> None:
     assert missing.json()["error"]["code"] == "unknown_workflow"
 
 
+def test_deploy_answers_with_the_warnings_it_did_not_refuse(h: Harness) -> None:
+    loop: JsonObject = {
+        "dsl": 2,
+        "states": ["a", "b"],
+        "roles": ["clerk", "AUTOMATION"],
+        "actions": {
+            "begin": {"type": "create", "role": "clerk", "to": "a"},
+            "flip": {"role": "AUTOMATION", "auto": True, "from": "a", "to": "b"},
+            "flop": {"role": "AUTOMATION", "auto": True, "from": "b", "to": "a"},
+        },
+    }
+    deployed = h.http.post(
+        "/v1/workflows",
+        content=dumps({"path": "tests/looping", "definition": loop}),
+        headers=bearer(h.admin),
+    )
+    assert deployed.status_code == 201, deployed.text
+    [warning] = deployed.json()["warnings"]
+    assert warning["pointer"] == "/actions/flip/auto"
+    assert "flip, flop" in warning["message"]
+    quiet = h.http.post(
+        "/v1/workflows",
+        content=dumps({"path": "tests/quiet", "definition": CHILD}),
+        headers=bearer(h.admin),
+    )
+    assert quiet.json()["warnings"] == []
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -11,9 +11,12 @@ import httpx
 import pytest
 
 from charter.api.limits import MAX_BODY_BYTES
+from charter.automation.bookkeeping import Bookkeeping
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission, sign
-from charter.db.database import Database
+from charter.core.jsontypes import JsonObject
+from charter.db.database import Database, Role
+from charter.engine.work import fired_input
 from tests.integration.apikit import OTHER, Harness, dumps, make_harness, new_id
 
 Request = Callable[[], httpx.Response]
@@ -178,6 +181,42 @@ def _clock_skew(h: Harness) -> Request:
     return lambda: h.post(sign(envelope, clerk))
 
 
+TIMED = "tests/timed"
+TIMED_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["open"],
+    "roles": ["clerk", "AUTOMATION"],
+    "actions": {
+        "create": {"type": "create", "role": "clerk", "to": "open",
+                   "schedule": [{"id": "tick", "action": "tick", "in": "1h", "data": {}}]},
+        "tick": {"type": "update", "role": "AUTOMATION", "from": "*"},
+    },
+}  # fmt: skip
+
+
+def _not_due(h: Harness) -> Request:
+    # A worker-role caller claims a timer with `now` an hour early; the engine's own clock
+    # refuses the firing.
+    if "automation" not in h.keys:
+        h.actor("automation", "AUTOMATION")
+        h.deploy(TIMED, TIMED_DEFINITION)
+    clerk, automation = h.keys["clerk"], h.keys["automation"]
+    process_id = new_id()
+    created = h.accept(sign(h.envelope(clerk, process_id, "create", workflow=TIMED), clerk))
+    with h.database.connection(Role.WORKER) as conn, conn.transaction():
+        work_id = conn.execute(
+            "SELECT id FROM charter.scheduled_actions WHERE process_id = %s", (process_id,)
+        ).fetchone()
+        assert work_id is not None
+        books = Bookkeeping(conn, "eager", now=h.clock.now() + timedelta(hours=2))
+        row = books.claim_scheduled_one(str(work_id[0]), lease_seconds=60)
+    assert row is not None
+    envelope = h.envelope(
+        automation, process_id, "tick", fired_input(row), prev=str(created["hash"]), workflow=TIMED
+    )
+    return lambda: h.post(sign(envelope, automation))
+
+
 CASES: dict[str, tuple[Callable[[Harness], Request], int, str]] = {
     "bad_signature": (_bad_signature, 401, "bad_signature"),
     "unknown_actor": (_unknown_actor, 403, "unknown_actor"),
@@ -195,6 +234,7 @@ CASES: dict[str, tuple[Callable[[Harness], Request], int, str]] = {
     "invalid_input": (_invalid_input, 422, "invalid_input"),
     "workflow_mismatch": (_workflow_mismatch, 422, "workflow_mismatch"),
     "clock_skew": (_clock_skew, 422, "clock_skew"),
+    "not_due": (_not_due, 422, "not_due"),
 }
 
 

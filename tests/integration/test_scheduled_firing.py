@@ -597,7 +597,7 @@ def test_every_engine_code_has_one_result_category(code: str) -> None:
         "forbidden_role": Outcome.SKIPPED, "unknown_action": Outcome.SKIPPED,
         "invalid_input": Outcome.SKIPPED,
         "stale_prev": Outcome.RETRY, "database_unavailable": Outcome.RETRY,
-        "serialization_conflict": Outcome.RETRY,
+        "serialization_conflict": Outcome.RETRY, "not_due": Outcome.RETRY,
         "duplicate": Outcome.FAILED,  # not an earlier firing (that one completes instead)
     }  # fmt: skip
     assert _classify(code) is expected.get(code, Outcome.FAILED)

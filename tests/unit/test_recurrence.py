@@ -38,6 +38,7 @@ def _row(
         until_ts=until,
         max_count=count,
         fire_count=fire_count,
+        occurrence_attempts=0,
         status="claimed",
         created_event_hash="a" * 64,
         created_by_action="open",

@@ -35,7 +35,7 @@ def create_app(
 ) -> FastAPI:
     """An API bound to one database (and to `engine`, or one made with `clock`)."""
     settings = settings or Settings.from_env()
-    engine = engine or Engine(database, clock=clock, max_skew_seconds=settings.clock_skew_seconds)
+    engine = engine or Engine.from_settings(database, settings, clock=clock)
     app = FastAPI(
         title="Charter",
         version=__version__,

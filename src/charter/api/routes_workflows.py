@@ -63,7 +63,10 @@ def show_workflow(
     status_code=201,
     openapi_extra=schemas.DEPLOY,
     responses={
-        201: {"description": '`{"path", "version", "revision", ...}`'},
+        201: {
+            "description": '`{"path", "version", "revision", ..., "warnings": [{"pointer", '
+            '"message"}]}`: warnings deploy, problems do not'
+        },
         422: {"description": "`invalid_workflow` with every problem and its JSON pointer"},
     },
 )
@@ -78,4 +81,5 @@ def deploy_workflow(
         deployment = context.engine.registry.deploy(
             conn, text(request, "path"), request["definition"], deployed_by=token.principal
         )
-    return JSONResponse(deployment.to_json(), status_code=201)
+    warnings = [w.to_dict() for w in deployment.warnings]
+    return JSONResponse(deployment.to_json() | {"warnings": warnings}, status_code=201)

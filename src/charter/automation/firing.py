@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 BUSINESS_SKIPS = frozenset(
     {"wrong_state", "condition_failed", "forbidden_role", "unknown_action", "invalid_input"}
 )
-TRANSIENT = frozenset({"database_unavailable", "serialization_conflict", "stale_prev"})
+# `not_due`: the engine's clock is behind the claim's; the same occurrence waits.
+TRANSIENT = frozenset({"database_unavailable", "serialization_conflict", "stale_prev", "not_due"})
 KEY_FAILURES = frozenset({"bad_signature", "unknown_actor"})
 ALREADY_FIRED = "duplicate"
 
@@ -61,7 +62,7 @@ class FireResult:
 
 @dataclass(frozen=True)
 class FiringPolicy:
-    max_attempts: int = 5  # permanent errors are retried this often before failing
+    max_attempts: int = 5  # attempts of one occurrence before a permanent error fails it
     stale_retries: int = 8  # re-read the head and re-sign this often on stale_prev
     retry_base_seconds: float = 1.0
     retry_cap_seconds: float = 300.0
@@ -149,9 +150,13 @@ class Firer:
                 elif outcome is Outcome.SKIPPED:
                     books.skip(row, result.message, _next(row, now, fired=False))
                 elif outcome is Outcome.RETRY or (
-                    outcome is Outcome.FAILED and row.attempts + 1 < self.policy.max_attempts
+                    outcome is Outcome.FAILED
+                    and row.occurrence_attempts + 1 < self.policy.max_attempts
                 ):
-                    books.retry(row, self.policy.retry_at(now, row.attempts), result.message)
+                    # The budget and the backoff count this occurrence's attempts only: a
+                    # schedule that fired a hundred times starts each occurrence afresh.
+                    retry_at = self.policy.retry_at(now, row.occurrence_attempts)
+                    books.retry(row, retry_at, result.message)
                     result = FireResult(row, Outcome.RETRY, result.event_hash, result.code,
                                         result.message)  # fmt: skip
                 elif outcome is Outcome.FAILED:

@@ -55,7 +55,7 @@ def start(host: str, port: int, *, demo: bool, cron_interval: float) -> None:
             )
             token_path = _ensure_admin_token(settings, database)
             console.print(f"[bold]admin token[/] {token_path}")
-            engine = Engine(database, max_skew_seconds=settings.clock_skew_seconds)
+            engine = Engine.from_settings(database, settings)
             worker = AutomationWorker(database, url, key, engine=engine)
             server = _QuietServer(
                 uvicorn.Config(

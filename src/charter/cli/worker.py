@@ -14,6 +14,7 @@ from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.core.config import Settings
 from charter.db.database import Database
 from charter.db.embedded import database_url
+from charter.engine.process_event import Engine
 
 
 def worker(
@@ -40,6 +41,7 @@ def worker(
             database,
             url,
             key,
+            engine=Engine.from_settings(database, settings),
             worker_id=worker_id,
             settings=WorkerSettings(
                 lease_seconds=lease_seconds,

@@ -14,7 +14,8 @@ from charter.cli import remote
 from charter.core import ijson
 from charter.core.errors import InvalidWorkflow, Malformed
 from charter.dsl.canonical import version_hash
-from charter.dsl.validate import validate_workflow
+from charter.dsl.lint import workflow_warnings
+from charter.dsl.validate import load_workflow, validate_workflow
 
 app = typer.Typer(help="Workflow definitions (DSL v2).", no_args_is_help=True)
 
@@ -29,6 +30,7 @@ def validate(
     """Report every problem of each file; exit 1 if any has problems, 2 if unreadable."""
     out, err = Console(), Console(stderr=True)
     table = Table("file", "pointer", "message", title="workflow problems", title_justify="left")
+    warnings = Table("file", "pointer", "message", title="workflow warnings", title_justify="left")
     status = 0
     for path in files:
         try:
@@ -47,8 +49,13 @@ def validate(
             table.add_row(Text(str(path)), Text(problem.pointer or "/"), Text(problem.message))
         if problems:
             status = max(status, EXIT_PROBLEMS)
-        else:
-            out.print(f"{path}: ok (version {version_hash(doc)[:12]})", markup=False)
+            continue
+        for warning in workflow_warnings(load_workflow(doc)):
+            warnings.add_row(Text(str(path)), Text(warning.pointer), Text(warning.message))
+        out.print(f"{path}: ok (version {version_hash(doc)[:12]})", markup=False)
+    if warnings.row_count:
+        out.print(warnings)
+        out.print(f"{warnings.row_count} warning(s): valid, but look again", markup=False)
     if table.row_count:
         out.print(table)
         out.print(f"{table.row_count} problem(s)", markup=False)
@@ -82,6 +89,10 @@ def deploy(
             f"deployed {deployed['path']} revision {deployed['revision']} "
             f"(version {remote.short(deployed['version'])})"
         )
+        warnings = deployed.get("warnings")
+        for warning in warnings if isinstance(warnings, list) else []:
+            if isinstance(warning, dict):
+                typer.echo(f"warning: {warning.get('pointer')}: {warning.get('message')}", err=True)
 
 
 @app.command("list")

@@ -29,6 +29,8 @@ class Settings:
     token: str | None = None
     clock_skew_seconds: float = 300.0
     max_body_bytes: int = 2 * 1024 * 1024
+    # Automatic events in a row before the engine stops a cascade (DESIGN §6.2).
+    max_auto_cascade: int = 100
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -41,6 +43,7 @@ class Settings:
             api_url=env.get("CHARTER_API_URL") or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}",
             token=env.get("CHARTER_TOKEN") or None,
             clock_skew_seconds=_float(env, "CHARTER_CLOCK_SKEW_SECONDS", 300.0),
+            max_auto_cascade=_positive_int(env, "CHARTER_MAX_AUTO_CASCADE", 100),
         )
 
     @property
@@ -59,4 +62,17 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
     if value != value or value < 0 or value == float("inf"):
         raise ConfigurationError(f"{name} must be a finite, non-negative number")
+    return value
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ConfigurationError(f"{name} must be at least 1, got {value}")
     return value

@@ -153,6 +153,13 @@ class InvalidInput(CharterError):
     http_status = 422
 
 
+class NotDue(CharterError):
+    """The scheduled occurrence is not due yet by the engine's clock."""
+
+    code = "not_due"
+    http_status = 422
+
+
 class WorkflowMismatch(CharterError):
     """The envelope names a different workflow than the process runs."""
 

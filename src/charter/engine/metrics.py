@@ -18,3 +18,13 @@ EVENT_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
     registry=REGISTRY,
 )
+CASCADE_STOPS = Counter(
+    "charter_automation_cascade_stops",
+    "Automatic actions not queued because the cascade limit was reached.",
+    registry=REGISTRY,
+)
+AUTO_RENDER_FAILURES = Counter(
+    "charter_automation_render_failures",
+    "Automatic actions recorded failed because their data did not render.",
+    registry=REGISTRY,
+)

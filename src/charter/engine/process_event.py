@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from charter.core.clock import Clock, SystemClock
+from charter.core.config import Settings
 from charter.core.envelope import Envelope, Submission, genesis_envelope, verify_submission
 from charter.core.errors import (
     CharterError,
@@ -32,6 +33,7 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
+from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
 from charter.engine.provenance import record_firing, refuse_if_fired, work_row_for
 from charter.engine.records import ActorContext, ProcessView, StoredEvent
 from charter.engine.registry import Registry
@@ -63,8 +65,17 @@ SUBMISSION_CODES = frozenset(
         "invalid_input",
         "workflow_mismatch",
         "clock_skew",
+        "not_due",
     }
 )
+
+
+@dataclass
+class _Tally:
+    """What one accepted event did that metrics count once it has committed."""
+
+    cascade_stops: int = 0
+    render_failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,12 +99,28 @@ class Engine:
         *,
         clock: Clock | None = None,
         max_skew_seconds: float = 300.0,
+        max_auto_cascade: int = DEFAULT_MAX_AUTO_CASCADE,
         registry: Registry | None = None,
     ) -> None:
+        if max_auto_cascade < 1:
+            raise ValueError("max_auto_cascade must be at least 1")
         self.database = database
         self.clock = clock or SystemClock()
         self.max_skew = timedelta(seconds=max_skew_seconds)
+        self.max_auto_cascade = max_auto_cascade
         self.registry = registry or Registry()
+
+    @classmethod
+    def from_settings(
+        cls, database: Database, settings: Settings, *, clock: Clock | None = None
+    ) -> Engine:
+        """An engine with the limits the environment sets (clock skew, cascade limit)."""
+        return cls(
+            database,
+            clock=clock,
+            max_skew_seconds=settings.clock_skew_seconds,
+            max_auto_cascade=settings.max_auto_cascade,
+        )
 
     def process_event(self, submission: Submission) -> Accepted:
         """Apply one signed event, or raise the CharterError that says why not."""
@@ -104,18 +131,22 @@ class Engine:
             verify_submission(submission)  # before any lock: a forgery costs no contention
             # Pipeline mode: statements whose results are not needed yet travel together
             # (the reads, then the writes with the COMMIT), saving round trips.
+            tally = _Tally()
             with (
                 self.database.connection(Role.ENGINE) as conn,
                 conn.pipeline(),
                 conn.transaction(),
             ):
-                accepted = self._apply(Store(conn, now=self.clock.now_or_none()), submission)
+                store = Store(conn, now=self.clock.now_or_none())
+                accepted = self._apply(store, submission, tally)
         except CharterError as exc:
             self.record_rejection(exc, envelope)
             raise
         finally:
             metrics.EVENT_SECONDS.observe(time.perf_counter() - started)
         metrics.EVENTS_ACCEPTED.inc()
+        metrics.CASCADE_STOPS.inc(tally.cascade_stops)
+        metrics.AUTO_RENDER_FAILURES.inc(tally.render_failures)
         return accepted
 
     def record_rejection(self, exc: CharterError, envelope: Envelope | None = None) -> None:
@@ -149,8 +180,9 @@ class Engine:
                 f"at most {self.max_skew.total_seconds():.0f} s is allowed"
             )
 
-    def _apply(self, store: Store, submission: Submission) -> Accepted:
+    def _apply(self, store: Store, submission: Submission, tally: _Tally | None = None) -> Accepted:
         envelope = submission.envelope
+        tally = tally if tally is not None else _Tally()
         inputs = store.decision_inputs(
             public_key=envelope.actor,
             process_id=envelope.process,
@@ -212,7 +244,8 @@ class Engine:
         )
         if work is not None:
             record_firing(store, work, event_hash)
-        self._persist_effects(store, envelope, event_hash, actor, decision, depth=0)
+        cascade = Cascade.after(work, event_hash)
+        self._persist_effects(store, envelope, event_hash, actor, decision, cascade, tally, depth=0)
         store.log(
             "event.accepted",
             process_id=envelope.process,
@@ -246,6 +279,8 @@ class Engine:
         event_hash: str,
         actor: ActorContext,
         decision: Decision,
+        cascade: Cascade,
+        tally: _Tally,
         *,
         depth: int,
     ) -> None:
@@ -283,15 +318,48 @@ class Engine:
                 store, work_id, process_id, path, schedule.action, schedule.run_at, "scheduled"
             )
         for work in decision.auto:
+            error = work.error
+            if error is None and cascade.depth >= self.max_auto_cascade:
+                chain = store.cascade_chain(process_id, cascade.origin)
+                error = cascade_diagnostic(
+                    cascade,
+                    self.max_auto_cascade,
+                    work.action,
+                    chain[1:],
+                    chain[0] if chain else None,
+                )
             queued = store.insert_auto_work(
                 process_id=process_id,
                 workflow_path=path,
                 action_name=work.action,
                 action_data=work.data,
                 available_state=work.available_state,
+                cascade_depth=cascade.depth,
+                cascade_origin=cascade.origin,
+                error=error,
                 **provenance,
             )
-            if queued is not None:
+            if queued is not None and error is not None:
+                stopped = work.error is None
+                tally.cascade_stops += stopped
+                tally.render_failures += not stopped
+                store.log(
+                    "automation.cascade_stopped" if stopped else "automation.render_failed",
+                    level="warning",
+                    code="cascade_limit" if stopped else "auto_data",
+                    process_id=process_id,
+                    actor=envelope.actor,
+                    action=work.action,
+                    event_hash=event_hash,
+                    message=error,
+                    detail={
+                        "work_id": queued,
+                        "cascade_depth": cascade.depth,
+                        "cascade_origin": cascade.origin,
+                        "limit": self.max_auto_cascade,
+                    },
+                )
+            elif queued is not None:
                 store.notify(
                     QUEUE_CHANNEL,
                     {
@@ -312,6 +380,8 @@ class Engine:
                 spawn.process,
                 spawn.action,
                 spawn.data,
+                cascade,
+                tally,
                 depth=depth + 1,
             )
 
@@ -325,6 +395,8 @@ class Engine:
         process_id: str,
         action: str,
         data: JsonObject,
+        cascade: Cascade,
+        tally: _Tally,
         *,
         depth: int,
     ) -> None:
@@ -367,7 +439,10 @@ class Engine:
             head_hash=genesis_hash,
             seq=1,
         )
-        self._persist_effects(store, genesis, genesis_hash, actor, decision, depth=depth)
+        # A genesis is part of its parent's event: it carries on the parent's cascade.
+        self._persist_effects(
+            store, genesis, genesis_hash, actor, decision, cascade, tally, depth=depth
+        )
         store.log(
             "process.spawned",
             process_id=process_id,

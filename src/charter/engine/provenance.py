@@ -12,12 +12,19 @@ from __future__ import annotations
 import uuid
 
 from charter.core.envelope import Envelope
-from charter.core.errors import Duplicate, ReservedField, WrongState
+from charter.core.errors import Duplicate, NotDue, ReservedField, WrongState
 from charter.core.jsontypes import JsonValue
+from charter.core.timefmt import format_rfc3339
 from charter.engine.records import ActorContext
 from charter.engine.rules import has_automation_meta
 from charter.engine.store import Store
-from charter.engine.work import AUTO_ACTION, SCHEDULED_ACTION, WorkRow, without_provenance
+from charter.engine.work import (
+    AUTO_ACTION,
+    SCHEDULED_ACTION,
+    ScheduledRow,
+    WorkRow,
+    without_provenance,
+)
 
 
 def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkRow | None:
@@ -36,7 +43,7 @@ def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkR
         raise ReservedField("input.meta.automation is reserved for the automation actor")
     holder = envelope.input.get("meta")
     meta = holder.get("automation") if isinstance(holder, dict) else None
-    row = _load(store, meta)
+    row, due = _load(store, meta)
     if row.process_id != envelope.process or row.action_name != envelope.action:
         raise ReservedField(
             f"work row {row.id} fires {row.action_name!r} on {row.process_id!r}, "
@@ -51,6 +58,13 @@ def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkR
             f"work row {row.id} is {row.status}"
             + (f" by {row.claimed_by}" if row.status == "claimed" else "")
             + "; it cannot fire now"
+        )
+    if not due:
+        # The engine's clock decides, not the caller's: a claim made with an early `now`
+        # must not fire an SLA escalation before its deadline.
+        assert isinstance(row, ScheduledRow)
+        raise NotDue(
+            f"work row {row.id} is due at {format_rfc3339(row.run_at)}; it cannot fire before"
         )
     return row
 
@@ -79,24 +93,26 @@ def _already_fired(row: WorkRow, event_hash: str | None) -> Duplicate:
     )
 
 
-def _load(store: Store, meta: JsonValue) -> WorkRow:
+def _load(store: Store, meta: JsonValue) -> tuple[WorkRow, bool]:
+    """The work row `meta` names, and whether it is due (queue rows always are)."""
     if not isinstance(meta, dict):
         raise ReservedField("input.meta.automation must be an object")
     kind, work_id = meta.get("kind"), meta.get("work_id")
     if not isinstance(work_id, str) or not _is_uuid(work_id):
         raise ReservedField("input.meta.automation.work_id must name a work row")
-    row: WorkRow | None
+    found: tuple[WorkRow, bool] | None
     if kind == SCHEDULED_ACTION:
-        row = store.scheduled_row(work_id)
+        found = store.scheduled_row(work_id)
     elif kind == AUTO_ACTION:
-        row = store.queue_row(work_id)
+        queued = store.queue_row(work_id)
+        found = (queued, True) if queued is not None else None
     else:
         raise ReservedField(
             f"input.meta.automation.kind must be {SCHEDULED_ACTION!r} or {AUTO_ACTION!r}"
         )
-    if row is None:
+    if found is None:
         raise ReservedField(f"input.meta.automation names no {kind} {work_id}")
-    return row
+    return found
 
 
 def _worker(meta: dict[str, JsonValue]) -> str | None:

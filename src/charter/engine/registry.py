@@ -20,8 +20,9 @@ from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.dsl.canonical import canonical_definition, version_hash
+from charter.dsl.lint import workflow_warnings
 from charter.dsl.model import WORKFLOW_PATH_PATTERN, Workflow
-from charter.dsl.validate import load_workflow
+from charter.dsl.validate import Problem, load_workflow
 from charter.engine.store import Store
 
 MAX_PATH_LENGTH = 1024  # as the workflow_deployments CHECK says
@@ -34,6 +35,8 @@ class Deployment:
     version: str
     deployed_at: datetime
     deployed_by: str | None
+    # What a deploy noticed but did not refuse (charter.dsl.lint); empty when read back.
+    warnings: tuple[Problem, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {
@@ -109,7 +112,12 @@ class Registry:
         with self._lock:
             self._cache[version] = workflow
         return Deployment(
-            path, int(cast(int, row[0])), version, cast(datetime, row[1]), deployed_by
+            path,
+            int(cast(int, row[0])),
+            version,
+            cast(datetime, row[1]),
+            deployed_by,
+            tuple(workflow_warnings(workflow)),
         )
 
 

@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from charter.core.envelope import Envelope
-from charter.core.errors import ConditionFailed, ForbiddenRole, ReservedField, WrongState
+from charter.core.errors import (
+    CharterError,
+    ConditionFailed,
+    ForbiddenRole,
+    ReservedField,
+    WrongState,
+)
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.dsl.expressions import Scope
 from charter.dsl.model import Action, Workflow
@@ -28,11 +34,16 @@ AUTOMATION_SCOPE_ACTOR: dict[str, JsonValue] = {"id": "automation", "roles": [AU
 
 @dataclass(frozen=True)
 class AutoWork:
-    """An automatic action that became available after the event."""
+    """An automatic action that became available after the event.
+
+    `error` says why its data could not be rendered: the row is then recorded failed,
+    and the event that reached the state is accepted all the same (DESIGN §6.2).
+    """
 
     action: str
     data: JsonObject
     available_state: str
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +145,19 @@ def available_auto_actions(
             event={"hash": event_hash, "actor": envelope.actor, "at": envelope.at},
             process={"id": process.id, "workflow": process.workflow, "parent": process.parent},
         )
-        data = render_auto_data(candidate, scope)
+        try:
+            data = render_auto_data(candidate, scope)
+        except CharterError as exc:
+            # Earlier actions know nothing of downstream automation: a broken template
+            # fails its own queue row, never the event. When the data is missing, a
+            # `when` that reads the input cannot be decided, so the row is recorded.
+            reads_input = candidate.when is not None and any(
+                name == "input" or name.startswith("input.") for name in candidate.when.references()
+            )
+            if candidate.when is None or reads_input or candidate.when.holds(scope):
+                error = f"auto data of {candidate.name!r} does not render: {exc.message}"
+                found.append(AutoWork(candidate.name, {}, process.state, error=error))
+            continue
         scope = Scope(
             document=scope.document,
             now=scope.now,

@@ -248,12 +248,19 @@ class Store:
         event_hash: str,
         action: str,
         actor: str,
+        cascade_depth: int = 0,
+        cascade_origin: str | None = None,
+        error: str | None = None,
         reason: str = "auto action became available",
     ) -> str | None:
-        """Queue an automatic action; None if this event already queued it."""
+        """Queue an automatic action (written failed when `error` says why it cannot
+        fire); None if this event already queued it."""
         row = self.conn.execute(
             query("insert_auto_work"),
             {
+                "cascade_depth": cascade_depth,
+                "cascade_origin": cascade_origin,
+                "error": error,
                 "process_id": process_id,
                 "workflow_path": workflow_path,
                 "action_name": action_name,
@@ -268,10 +275,20 @@ class Store:
         ).fetchone()
         return str(row[0]) if row else None
 
-    def scheduled_row(self, work_id: str) -> ScheduledRow | None:
+    def cascade_chain(self, process_id: str, origin: str) -> list[str]:
+        """The actions of `process_id`'s events from `origin` on (empty if it is elsewhere)."""
+        rows = self.conn.execute(
+            query("cascade_chain"), {"process_id": process_id, "origin": origin}
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def scheduled_row(self, work_id: str) -> tuple[ScheduledRow, bool] | None:
+        """A scheduled action, and whether its occurrence is due by the engine's clock."""
         with self.conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(query("scheduled_action_row"), {"id": work_id}).fetchone()
-        return ScheduledRow.from_dict(row) if row else None
+            row = cur.execute(
+                query("scheduled_action_row"), {"id": work_id, "now": self.now}
+            ).fetchone()
+        return (ScheduledRow.from_dict(row), bool(row["due"])) if row else None
 
     def queue_row(self, work_id: str) -> QueueRow | None:
         with self.conn.cursor(row_factory=dict_row) as cur:

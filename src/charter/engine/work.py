@@ -42,6 +42,7 @@ class ScheduledRow(RowRecord):
     created_by_actor: str
     created_at: datetime
     attempts: int
+    occurrence_attempts: int  # attempts of the occurrence now due: the retry budget's count
     claimed_by: str | None
     lease_expires_at: datetime | None
     lease_token: uuid.UUID | None
@@ -87,12 +88,18 @@ class QueueRow(RowRecord):
     claimed_by: str | None
     lease_expires_at: datetime | None
     lease_token: uuid.UUID | None
+    cascade_depth: int  # automatic events in a row that led to this row
+    cascade_origin_event_hash: str | None  # the event that began them (None: older rows)
 
     kind = AUTO_ACTION
 
     @property
     def occurrence(self) -> datetime:
         return self.queued_at
+
+    @property
+    def occurrence_attempts(self) -> int:
+        return self.attempts  # a queue row is one occurrence
 
     def provenance(self, worker: str | None = None) -> JsonObject:
         return {

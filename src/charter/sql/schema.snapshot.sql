@@ -102,10 +102,14 @@ CREATE TABLE charter.automation_queue (
     last_attempt_result text,
     claimed_by text,
     lease_expires_at timestamp with time zone,
-    lease_token uuid
+    lease_token uuid,
+    cascade_depth integer DEFAULT 0 NOT NULL,
+    cascade_origin_event_hash text
 );
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_action_data_check CHECK ((jsonb_typeof(action_data) = 'object'::text));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_attempts_check CHECK ((attempts >= 0));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_cascade_depth_check CHECK ((cascade_depth >= 0));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_cascade_origin_event_hash_fkey FOREIGN KEY (cascade_origin_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_claim_has_lease CHECK (((status <> 'claimed'::text) OR ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_fired_event_hash_fkey FOREIGN KEY (fired_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_last_attempt_result_check CHECK ((last_attempt_result = ANY (ARRAY['accepted'::text, 'skipped'::text, 'failed'::text, 'transient_error'::text])));
@@ -400,7 +404,8 @@ CREATE TABLE charter.scheduled_actions (
     claimed_by text,
     claimed_at timestamp with time zone,
     lease_expires_at timestamp with time zone,
-    lease_token uuid
+    lease_token uuid,
+    occurrence_attempts integer DEFAULT 0 NOT NULL
 );
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_action_data_check CHECK ((jsonb_typeof(action_data) = 'object'::text));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_attempts_check CHECK ((attempts >= 0));
@@ -412,6 +417,7 @@ ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_fire_coun
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_last_attempt_result_check CHECK ((last_attempt_result = ANY (ARRAY['accepted'::text, 'skipped'::text, 'failed'::text, 'transient_error'::text])));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_last_fired_event_hash_fkey FOREIGN KEY (last_fired_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_max_count_check CHECK ((max_count >= 1));
+ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_occurrence_attempts_check CHECK ((occurrence_attempts >= 0));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_pkey PRIMARY KEY (id);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_schedule_id_check CHECK (((length(schedule_id) >= 1) AND (length(schedule_id) <= 128)));
@@ -641,6 +647,7 @@ BEGIN
         not_before = NULL,
         fire_count = fire_count + 1,
         attempts = attempts + 1,
+        occurrence_attempts = 0,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'accepted',
         last_attempt_error = NULL,
@@ -721,6 +728,7 @@ BEGIN
     UPDATE charter.scheduled_actions
     SET status = 'failed',
         attempts = attempts + 1,
+        occurrence_attempts = occurrence_attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'failed',
         last_attempt_error = left(p_reason, 2000),
@@ -937,6 +945,7 @@ BEGIN
     SET status = 'active',
         not_before = p_retry_at,
         attempts = attempts + 1,
+        occurrence_attempts = occurrence_attempts + 1,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'transient_error',
         last_attempt_error = left(p_error, 2000),
@@ -1013,6 +1022,7 @@ BEGIN
         run_at = coalesce(p_next_run_at, run_at),
         not_before = NULL,
         attempts = attempts + 1,
+        occurrence_attempts = 0,
         last_attempt_at = coalesce(p_now, now()),
         last_attempt_result = 'skipped',
         last_attempt_error = left(p_reason, 2000),

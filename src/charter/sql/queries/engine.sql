@@ -92,11 +92,22 @@ VALUES (%(schedule_id)s, %(process_id)s, %(workflow_path)s, %(action_name)s, %(a
 RETURNING id
 
 -- insert_auto_work --
--- Queue an automatic action, once per (process, action, causing event).
+-- Queue an automatic action, once per (process, action, causing event); with an error
+-- (its data does not render, the cascade limit is reached) it is written failed at once.
 INSERT INTO charter.automation_queue (process_id, workflow_path, action_name, action_data,
-    reason, available_state, queued_by_event_hash, queued_by_action, queued_by_actor, queued_at)
-VALUES (%(process_id)s, %(workflow_path)s, %(action_name)s, %(action_data)s, %(reason)s,
-        %(available_state)s, %(event_hash)s, %(action)s, %(actor)s, coalesce(%(now)s, now()))
+    reason, available_state, queued_by_event_hash, queued_by_action, queued_by_actor, queued_at,
+    cascade_depth, cascade_origin_event_hash,
+    status, completed_at, last_attempt_at, last_attempt_result, last_error)
+SELECT %(process_id)s, %(workflow_path)s, %(action_name)s, %(action_data)s, %(reason)s,
+       %(available_state)s, %(event_hash)s, %(action)s, %(actor)s, t.now,
+       %(cascade_depth)s, %(cascade_origin)s,
+       CASE WHEN e.error IS NULL THEN 'pending' ELSE 'failed' END,
+       CASE WHEN e.error IS NULL THEN NULL ELSE t.now END,
+       CASE WHEN e.error IS NULL THEN NULL ELSE t.now END,
+       CASE WHEN e.error IS NULL THEN NULL ELSE 'failed' END,
+       e.error
+FROM (SELECT coalesce(%(now)s::timestamptz, now()) AS now) t,
+     (SELECT %(error)s::text AS error) e
 ON CONFLICT (process_id, action_name, queued_by_event_hash) DO NOTHING
 RETURNING id
 
@@ -165,8 +176,10 @@ WHERE path = %(path)s
 ORDER BY revision DESC
 
 -- scheduled_action_row --
--- One scheduled action by id (for the provenance check at fire time).
-SELECT * FROM charter.scheduled_actions WHERE id = %(id)s
+-- One scheduled action by id (for the provenance check at fire time), and whether its
+-- occurrence is due by the engine's clock.
+SELECT *, run_at <= coalesce(%(now)s::timestamptz, now()) AS due
+FROM charter.scheduled_actions WHERE id = %(id)s
 
 -- automation_queue_row --
 -- One automatic-action queue row by id (for the provenance check at fire time).
@@ -185,3 +198,11 @@ RETURNING work_id
 -- The event that fired a work occurrence, if it fired.
 SELECT event_hash FROM charter.automation_firings
 WHERE work_id = %(work_id)s AND occurrence = %(occurrence)s
+
+-- cascade_chain --
+-- The actions of a process's events from the one that began an automatic cascade on.
+SELECT action FROM charter.events
+WHERE process_id = %(process_id)s
+  AND seq >= (SELECT seq FROM charter.events
+             WHERE hash = %(origin)s AND process_id = %(process_id)s)
+ORDER BY seq
