@@ -1,7 +1,7 @@
 """The automation worker as real `charter worker` processes, under concurrency and faults
-(issue 5, item 8; DESIGN §6.4, §10): racing workers, kill -9 mid-fire, a PostgreSQL
-restart, a lost notification, a worker paused past its lease, a graceful SIGTERM, and
-the refusal to start without the right key.
+(DESIGN §6.4, §10): racing workers, kill -9 mid-batch, a PostgreSQL restart, a lost
+notification, a worker paused inside its batch, a locked process, a graceful SIGTERM,
+and the refusal to start without the right key.
 
 Every wait is bounded and every child is killed in `finally`; nothing here asserts on
 timing, only on what happened.
@@ -117,13 +117,14 @@ def _blocked_statements(url: str) -> list[tuple[str, str]]:
 
 
 @contextlib.contextmanager
-def processes_locked(url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    """Hold every scheduled process row locked (as the engine's lock_process would), so a
-    worker that claims their work blocks inside its first process_event."""
+def processes_locked(url: str, limit: int) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """Hold `limit` scheduled process rows locked, as a person's event in progress would."""
     conn = psycopg.connect(url, connect_timeout=10)
     try:
         conn.execute(
-            "SELECT id FROM charter.processes WHERE workflow_path = %s FOR UPDATE", (SCHEDULED,)
+            "SELECT id FROM charter.processes WHERE workflow_path = %s ORDER BY id LIMIT %s"
+            " FOR UPDATE",
+            (SCHEDULED, limit),
         )
         yield conn
     finally:
@@ -165,51 +166,39 @@ def test_racing_workers_fire_every_due_row_exactly_once(
         assert totals == RACE_ROWS  # each worker counts what it fired; together, each row once
 
 
-# --- 2. kill -9 between the accepted fire and its bookkeeping ------------------------------
+# --- 2. kill -9 in the middle of a batch ----------------------------------------------------
 
 
-def test_a_worker_killed_after_firing_leaves_the_row_to_be_completed_with_its_event(
+def test_a_worker_killed_mid_batch_commits_nothing_and_every_row_fires_once_later(
     small_world: tuple[str, Keys], tmp_path: Path
 ) -> None:
     url, keys = small_world
-    open_processes(url, keys, scheduled=_past(3))
+    open_processes(url, keys, scheduled=_past(3), automatic=2)
     with worker_pool(tmp_path, url, keys) as pool:
         crasher = pool.start(
-            "crasher", "--lease-seconds", "5", "--batch-size", "1", "--concurrency", "1",
+            "crasher", "--batch-size", "10", "--concurrency", "1",
             env=worker_env(url, keys, **{ENVIRONMENT_VARIABLE: FIRED_BEFORE_BOOKKEEPING}),
         )  # fmt: skip
         assert crasher.popen.wait(timeout=120) == -signal.SIGKILL, crasher.stderr()
 
-        # It died right after its first accepted fire: one event, its row still claimed.
-        (fired,) = automation_events(url)
-        assert fired.worker == "crasher"
-        (orphan,) = [row for row in work_rows(url) if row.id == fired.work_id]
-        assert orphan.status == "claimed"
-        assert orphan.claimed_by == "crasher"
-        assert orphan.fired_event_hash is None
+        # It died right after its batch's first accepted fire, before the COMMIT: the
+        # event, the claims and every log row of the batch went with the transaction.
+        assert automation_events(url) == []
+        rows = work_rows(url)
+        assert len(rows) == 5
+        assert all(
+            row.status in ("active", "pending") and row.claimed_by is None and row.attempts == 0
+            for row in rows
+        ), rows
+        assert not system_log(url, "kind LIKE 'worker.%%' OR kind = 'event.rejected'")
 
-        survivor = pool.start("survivor", "--lease-seconds", "5", "--sweep-seconds", "1")
+        survivor = pool.start("survivor", "--sweep-seconds", "1")
         wait_until(lambda: unfinished(url) == 0, timeout=120, what="the rows", alive=[survivor])
         assert survivor.terminate() == 0, survivor.stderr()
 
-    rows = {row.id: row for row in assert_fired_exactly_once(url, expected_rows=3)}
-    # The reclaimed row is completed with the dead worker's event, not a second one.
-    assert rows[orphan.id].fired_event_hash == fired.hash
-    assert rows[orphan.id].status == "exhausted"
-    assert rows[orphan.id].fire_count == 1
-    # The engine answered `duplicate` naming the earlier event; the worker recorded that.
-    refused = system_log(
-        url, "kind = 'event.rejected' AND code = 'duplicate' AND process_id = %s",
-        (orphan.process_id,),
-    )  # fmt: skip
-    assert len(refused) == 1
-    assert orphan.id in refused[0]["message"]
-    recorded = system_log(
-        url, "kind = 'worker.scheduled_action.accepted' AND process_id = %s", (orphan.process_id,)
-    )
-    assert [(r["code"], r["event_hash"], r["detail"]["worker"]) for r in recorded] == [
-        ("duplicate", fired.hash, "survivor")
-    ]
+    rows = assert_fired_exactly_once(url, expected_rows=5)
+    assert {event.worker for event in automation_events(url)} == {"survivor"}
+    assert all(row.attempts == 1 for row in rows)
 
 
 # --- 3. PostgreSQL restarted under load ----------------------------------------------------
@@ -299,11 +288,11 @@ def test_a_notification_lost_on_a_wedged_listener_is_fired_by_the_sweep(
     assert any(row.process_id == opened and row.status == "completed" for row in rows)
 
 
-# --- 5. a worker paused past its lease --------------------------------------------------
+# --- 5. a worker paused inside its batch ------------------------------------------------
 
 # Test-only hook run in the child before `charter worker`: at the crash point (an event
-# accepted, its bookkeeping not yet written) the process stops itself once instead of
-# dying, exactly as SIGSTOP from outside would freeze it in that window.
+# accepted inside the batch, the batch not yet committed) the process stops itself once
+# instead of dying, exactly as SIGSTOP from outside would freeze it in that window.
 PAUSE_AFTER_FIRING = """
 import os, signal
 import charter.automation.firing as firing
@@ -316,134 +305,100 @@ firing.crash_point = _pause
 """
 
 
-def test_a_worker_paused_after_firing_cannot_complete_over_the_reclaimer(
+def test_a_worker_paused_inside_its_batch_loses_it_and_records_nothing_late(
     small_world: tuple[str, Keys], tmp_path: Path
 ) -> None:
     url, keys = small_world
     open_processes(url, keys, scheduled=_past(3))
     with worker_pool(tmp_path, url, keys) as pool:
         sleeper = pool.start(
-            "sleeper", "--lease-seconds", "5", "--batch-size", "1", "--concurrency", "1",
+            "sleeper", "--lease-seconds", "5", "--batch-size", "10", "--concurrency", "1",
             "--verbose", prelude=PAUSE_AFTER_FIRING,
         )  # fmt: skip
         wait_until(sleeper.stopped, timeout=120, what="the worker to pause", alive=[sleeper])
-        (fired,) = automation_events(url)
-        (held,) = [row for row in work_rows(url) if row.id == fired.work_id]
-        assert held.claimed_by == "sleeper"
+        # Its batch is open: its event and its claims are visible to nobody else.
+        assert automation_events(url) == []
+        assert _rows_claimed_by(url, "sleeper") == 0
 
+        # Past the lease PostgreSQL ends the paused session (idle in transaction): the
+        # batch rolls back, its locks go, and another worker fires every row.
         reclaimer = pool.start("reclaimer", "--lease-seconds", "5", "--sweep-seconds", "1")
         wait_until(lambda: unfinished(url) == 0, timeout=120, what="the reclaimer",
                    alive=[reclaimer])  # fmt: skip
         os.kill(sleeper.pid, signal.SIGCONT)
         wait_until(
-            lambda: f"bookkeeping for {held.id} refused" in sleeper.stderr(),
+            lambda: "a batch failed" in sleeper.stderr(),
             timeout=60,
-            what="the late bookkeeping",
+            what="the resumed worker to find its batch gone",
             alive=[sleeper],
         )
         assert sleeper.terminate() == 0, sleeper.stderr()
         assert reclaimer.terminate() == 0, reclaimer.stderr()
 
-    assert "is no longer claimed under this lease" in sleeper.stderr()
-    rows = {row.id: row for row in assert_fired_exactly_once(url, expected_rows=3)}
-    # The reclaimer's result stands: completed once, with the one event there is.
-    assert rows[held.id].fired_event_hash == fired.hash
-    assert rows[held.id].fire_count == 1
-    assert rows[held.id].attempts == 1
-    recorded = system_log(url, "kind LIKE 'worker.%%' AND process_id = %s", (held.process_id,))
-    assert [(r["kind"], r["code"], r["detail"]["worker"]) for r in recorded] == [
-        ("worker.scheduled_action.accepted", "duplicate", "reclaimer")
-    ]
-    duplicate = system_log(
-        url, "kind = 'event.rejected' AND code = 'duplicate' AND process_id = %s",
-        (held.process_id,),
-    )  # fmt: skip
-    assert len(duplicate) == 1
-
-
-def test_a_worker_paused_holding_claims_cannot_fire_or_record_them_late(
-    small_world: tuple[str, Keys], tmp_path: Path
-) -> None:
-    url, keys = small_world
-    open_processes(url, keys, scheduled=_past(10))
-    with worker_pool(tmp_path, url, keys) as pool, processes_locked(url) as locker:
-        holder = pool.start(
-            "holder", "--lease-seconds", "5", "--batch-size", "10", "--concurrency", "1"
-        )
-        # It claims all ten and blocks in its first process_event on a locked process.
-        wait_until(
-            lambda: _rows_claimed_by(url, "holder") == 10 and _lock_waiters(url) >= 1,
-            timeout=120,
-            what="the claims",
-            alive=[holder],
-        )
-        os.kill(holder.pid, signal.SIGSTOP)
-        wait_until(holder.stopped, timeout=30, what="the pause")
-        locker.rollback()  # its backend now holds that process, idle, until it wakes
-
-        reclaimer = pool.start(
-            "reclaimer", "--lease-seconds", "120", "--concurrency", "4", "--sweep-seconds", "1"
-        )
-        # (Its own lease is long: its claim on the blocked row must outlast the pause.)
-        # After the holder's lease, the reclaimer takes the rows over and fires all it can: nine;
-        # the tenth waits for the process the paused worker still has locked. Its claim
-        # pass itself must not wait for the paused worker.
-        wait_until(
-            lambda: (
-                sum(r.status == "exhausted" for r in work_rows(url)) == 9
-                and _rows_claimed_by(url, "reclaimer") == 1
-            ),
-            timeout=60,
-            what=lambda: (
-                "the reclaimer to fire nine rows; blocked statements: "
-                + repr(_blocked_statements(url))
-            ),
-            alive=[reclaimer],
-        )
-        os.kill(holder.pid, signal.SIGCONT)
-        wait_until(lambda: unfinished(url) == 0, timeout=120, what="the last row",
-                   alive=[holder, reclaimer])  # fmt: skip
-        wait_until(
-            lambda: holder.stderr().count("is no longer claimed under this lease") == 10,
-            timeout=60,
-            what="the holder's late bookkeeping to be refused for all ten",
-            alive=[holder],
-        )
-        assert holder.terminate() == 0, holder.stderr()
-        assert reclaimer.terminate() == 0, reclaimer.stderr()
-
-    assert_fired_exactly_once(url, expected_rows=10)
+    rows = assert_fired_exactly_once(url, expected_rows=3)
     assert {event.worker for event in automation_events(url)} == {"reclaimer"}
-    assert all(row.fire_count == 1 for row in work_rows(url))
-    # The engine refused each of the holder's late fires (its rows were no longer its own).
-    refused = system_log(url, "kind = 'event.rejected' AND code = 'wrong_state'")
-    assert len(refused) == 10
-    assert not system_log(url, "kind LIKE 'worker.%%' AND detail->>'worker' = 'holder'")
+    assert all(row.fire_count == 1 and row.attempts == 1 for row in rows)
+    assert not system_log(url, "kind LIKE 'worker.%%' AND detail->>'worker' = 'sleeper'")
 
 
-# --- 6. graceful SIGTERM ----------------------------------------------------------------
-
-
-def test_sigterm_finishes_the_firing_under_way_and_releases_the_other_claims(
+def test_a_batch_never_waits_for_a_locked_process_it_skips_its_rows(
     small_world: tuple[str, Keys], tmp_path: Path
 ) -> None:
     url, keys = small_world
     open_processes(url, keys, scheduled=_past(10))
     with worker_pool(tmp_path, url, keys) as pool:
-        with processes_locked(url) as locker:
-            worker = pool.start(
-                "stopping", "--lease-seconds", "300", "--batch-size", "10", "--concurrency", "1"
-            )
+        # A person's long transaction holds three of the ten processes.
+        with processes_locked(url, limit=3):
+            worker = pool.start("steady", "--sweep-seconds", "1")
             wait_until(
-                lambda: _rows_claimed_by(url, "stopping") == 10 and _lock_waiters(url) >= 1,
+                lambda: sum(r.status == "exhausted" for r in work_rows(url)) == 7,
                 timeout=120,
-                what="the claims",
+                what="the seven free rows",
                 alive=[worker],
             )
-            worker.popen.send_signal(signal.SIGTERM)
-            time.sleep(0.5)  # the signal is handled; the firing under way is still blocked
-            assert worker.alive()
-            locker.rollback()
+            time.sleep(1.5)  # a sweep or two more: the locked ones are still skipped
+            assert _lock_waiters(url) == 0, _blocked_statements(url)
+            assert unfinished(url) == 3
+        wait_until(lambda: unfinished(url) == 0, timeout=120, what="the last three",
+                   alive=[worker])  # fmt: skip
+        assert worker.terminate() == 0, worker.stderr()
+    assert_fired_exactly_once(url, expected_rows=10)
+
+
+# --- 6. graceful SIGTERM ----------------------------------------------------------------
+
+
+# Test-only hook: at the first accepted fire, say so and hold the batch for a while,
+# so the test can send SIGTERM while the batch is under way.
+HOLD_AFTER_FIRING = """
+import sys, time
+import charter.automation.firing as firing
+_held = []
+def _hold(name):
+    if name == firing.FIRED_BEFORE_BOOKKEEPING and not _held:
+        _held.append(name)
+        print("held after firing", file=sys.stderr, flush=True)
+        time.sleep(3)
+firing.crash_point = _hold
+"""
+
+
+def test_sigterm_finishes_the_firing_under_way_and_releases_the_rest_of_the_batch(
+    small_world: tuple[str, Keys], tmp_path: Path
+) -> None:
+    url, keys = small_world
+    open_processes(url, keys, scheduled=_past(10))
+    with worker_pool(tmp_path, url, keys) as pool:
+        worker = pool.start(
+            "stopping", "--batch-size", "10", "--concurrency", "1", prelude=HOLD_AFTER_FIRING
+        )
+        wait_until(
+            lambda: "held after firing" in worker.stderr(),
+            timeout=120,
+            what="the first fire of the batch",
+            alive=[worker],
+        )
+        worker.popen.send_signal(signal.SIGTERM)
         assert worker.popen.wait(timeout=60) == 0, worker.stderr()
 
     rows = work_rows(url)

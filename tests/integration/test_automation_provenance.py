@@ -13,7 +13,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Outcome
+from charter.automation.outcomes import Outcome
 from charter.core.envelope import Submission, verify_submission
 from charter.core.errors import CharterError, LeaseLost, ReservedField, WrongState
 from charter.core.timefmt import parse_rfc3339

@@ -12,7 +12,8 @@ from typing import Any, cast
 import pytest
 
 from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Firer, FiringPolicy, Outcome
+from charter.automation.firing import Firer
+from charter.automation.outcomes import FiringPolicy, Outcome
 from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.core.clock import FakeClock
 from charter.core.errors import NotDue
@@ -24,6 +25,7 @@ from tests.integration.world import World, new_process_id, scratch_database
 PINGPONG = "tests/semantics/pingpong"
 DAILY = "tests/semantics/daily"
 TEMPLATED = "tests/semantics/templated"
+CANCELLING = "tests/semantics/cancelling"
 LIMIT = 5
 
 
@@ -57,6 +59,27 @@ def _definitions() -> dict[str, Any]:
                                        "data": {}}]},
                 "tick": {"type": "update", "role": "AUTOMATION", "from": "*",
                          "mutate": {"$inc": {"ticks": 1}}},
+            },
+        },
+        # `stop` fires first and cancels `later`, due in the same batch.
+        CANCELLING: {
+            "dsl": 2,
+            "states": ["open"],
+            "roles": ["customer", "AUTOMATION"],
+            "actions": {
+                "open": {"type": "create", "role": "customer", "to": "open",
+                         "schedule": [{"id": "first", "action": "stop", "in": "1h", "data": {}},
+                                      {"id": "later", "action": "tick", "in": "2h",
+                                       "data": {}},
+                                      {"id": "again", "action": "again", "in": "1h",
+                                       "data": {}}]},
+                "stop": {"type": "update", "role": "AUTOMATION", "from": "*",
+                         "cancel": ["later"]},
+                "tick": {"type": "update", "role": "AUTOMATION", "from": "*"},
+                # Re-schedules itself: its event replaces the very row it fires.
+                "again": {"type": "update", "role": "AUTOMATION", "from": "*",
+                          "schedule": [{"id": "again", "action": "again", "in": "1d",
+                                        "data": {}}]},
             },
         },
         # `follow` renders its data from the document: whatever a person put there.
@@ -357,3 +380,35 @@ def _ts(text: str) -> Any:
     from datetime import UTC, datetime
 
     return datetime.fromisoformat(text).astimezone(UTC)
+
+
+# --- batches: a row cancelled by an earlier event of the same batch --------------------------
+
+
+def test_a_row_cancelled_earlier_in_its_batch_is_not_fired_and_the_batch_commits(
+    world: World,
+) -> None:
+    pid = new_process_id()
+    world.submit("ada", "open", pid, None, workflow=CANCELLING)
+    world.clock.advance(hours=2)  # all three due: one batch, in occurrence order
+    batch = world.firer().fire_due()
+    assert batch.claimed == 3
+    outcomes = {r.row.action_name: (r.outcome, r.code) for r in batch.results}
+    assert outcomes == {
+        "stop": (Outcome.ACCEPTED, None),
+        "again": (Outcome.LOST, "cancelled"),  # its own event replaced it: no bookkeeping
+        "tick": (Outcome.LOST, "cancelled"),  # `stop` cancelled it before its turn
+    }
+    assert sorted(_automated(world, pid)) == ["again", "stop"]
+    later = _schedule(world.database, pid, "later")
+    assert (later["status"], later["cancel_reason"], later["fire_count"]) == (
+        "cancelled", "cancelled by stop", 0,
+    )  # fmt: skip
+    with world.database.connection(Role.READER) as conn:
+        again = conn.execute(
+            "SELECT status, cancel_reason FROM charter.scheduled_actions"
+            " WHERE process_id = %s AND schedule_id = 'again' ORDER BY status",
+            (pid,),
+        ).fetchall()
+    assert again == [("active", None), ("cancelled", "replaced")]
+    assert world.firer().fire_due().claimed == 0  # nothing left claimed or due

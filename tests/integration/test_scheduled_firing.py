@@ -14,15 +14,16 @@ import psycopg
 import pytest
 
 from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import (
+from charter.automation.firing import Firer
+from charter.automation.outcomes import (
     BUSINESS_SKIPS,
     KEY_FAILURES,
     TRANSIENT,
-    Firer,
     FireResult,
     FiringPolicy,
     Outcome,
-    _classify,
+    classify,
+    record_result,
 )
 from charter.core.clock import FakeClock
 from charter.core.errors import Duplicate, StalePrev
@@ -155,6 +156,13 @@ def _claim_due(world: World, worker: str = "test-worker", limit: int = 100) -> l
     with world.database.connection(Role.WORKER) as conn, conn.transaction():
         books = Bookkeeping(conn, worker, now=world.clock.now())
         return books.claim_scheduled(lease_seconds=60, limit=limit)
+
+
+def _record(world: World, result: FireResult, worker: str = "test-worker") -> FireResult:
+    """Record a result as the worker would, in a transaction of its own."""
+    with world.database.connection(Role.WORKER) as conn, conn.transaction():
+        books = Bookkeeping(conn, worker, now=world.clock.now())
+        return record_result(books, result, FiringPolicy(), world.clock.now())
 
 
 def _screening(world: World) -> tuple[str, str]:
@@ -537,7 +545,7 @@ def test_a_transient_error_after_the_commit_never_fires_a_scheduled_occurrence_t
     first = _fired_directly(world, row)
     firer = world.firer()
     lost = FireResult(row, Outcome.RETRY, code="database_unavailable", message="lost in COMMIT")
-    assert firer._record(lost).outcome is Outcome.RETRY
+    assert _record(world, lost).outcome is Outcome.RETRY
     world.clock.advance(seconds=2)
     [again] = _claim_due(world)
     result = firer.fire(again)
@@ -558,7 +566,7 @@ def test_a_transient_error_after_the_commit_never_fires_an_auto_occurrence_twice
     first = _fired_directly(world, row)
     firer = world.firer("w")
     lost = FireResult(row, Outcome.RETRY, code="database_unavailable", message="lost in COMMIT")
-    assert firer._record(lost).outcome is Outcome.RETRY
+    assert _record(world, lost, "w").outcome is Outcome.RETRY
     world.clock.advance(seconds=2)
     with world.database.connection(Role.WORKER) as conn, conn.transaction():
         [again] = Bookkeeping(conn, "w", now=world.clock.now()).claim_queue(
@@ -579,7 +587,7 @@ def test_a_transient_retry_keeps_a_recurring_schedule_on_its_grid(world: World) 
     [row] = _claim_due(world)
     firer = world.firer()
     not_sent = FireResult(row, Outcome.RETRY, code="database_unavailable", message="refused")
-    firer._record(not_sent)
+    _record(world, not_sent)
     world.clock.advance(seconds=2)
     [again] = _claim_due(world)
     assert firer.fire(again).outcome is Outcome.ACCEPTED
@@ -600,7 +608,7 @@ def test_every_engine_code_has_one_result_category(code: str) -> None:
         "serialization_conflict": Outcome.RETRY, "not_due": Outcome.RETRY,
         "duplicate": Outcome.FAILED,  # not an earlier firing (that one completes instead)
     }  # fmt: skip
-    assert _classify(code) is expected.get(code, Outcome.FAILED)
+    assert classify(code) is expected.get(code, Outcome.FAILED)
 
 
 def test_result_category_sets_are_disjoint_and_known() -> None:
@@ -608,7 +616,7 @@ def test_result_category_sets_are_disjoint_and_known() -> None:
     assert BUSINESS_SKIPS.isdisjoint(KEY_FAILURES)
     assert TRANSIENT.isdisjoint(KEY_FAILURES)
     assert BUSINESS_SKIPS | KEY_FAILURES <= SUBMISSION_CODES
-    assert _classify("database_unavailable") is Outcome.RETRY
+    assert classify("database_unavailable") is Outcome.RETRY
 
 
 def test_retry_at_backs_off_exponentially_within_its_cap() -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Firer, FireResult
+from charter.automation.firing import Firer
+from charter.automation.outcomes import FireResult
 from charter.core.clock import FakeClock
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, Submission, sign

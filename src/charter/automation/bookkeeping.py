@@ -7,6 +7,7 @@ goes through one of these, under the `charter_worker` role.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +33,11 @@ class Bookkeeping:
     def _rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(query(name), {"now": self.now, **params}).fetchall()
+
+    def _call(self, name: str, params: dict[str, Any]) -> None:
+        # No fetch: in pipeline mode the call travels with what follows, and a refusal
+        # (lease_lost) is raised at the next sync, the commit at the latest.
+        self.conn.execute(query(name), {"now": self.now, **params})
 
     def claim_scheduled(self, *, lease_seconds: int, limit: int) -> list[ScheduledRow]:
         rows = self._rows(
@@ -63,34 +69,59 @@ class Bookkeeping:
         )
         return QueueRow.from_dict(rows[0]) if rows else None
 
+    def claim_due_locked(self, *, lease_seconds: int, limit: int) -> list[WorkRow]:
+        """Claim ready queue rows, then due scheduled actions, up to `limit` in all, and
+        lock their processes until the transaction ends (the batched firing path)."""
+        params = {"worker": self.worker, "lease_seconds": lease_seconds, "limit": limit}
+        rows: list[WorkRow] = [
+            QueueRow.from_dict(r) for r in self._rows("claim_ready_queue", params)
+        ]
+        if len(rows) < limit:
+            params["limit"] = limit - len(rows)
+            rows.extend(
+                ScheduledRow.from_dict(r) for r in self._rows("claim_due_scheduled", params)
+            )
+        return rows
+
+    def process_heads(self, process_ids: Iterable[str]) -> dict[str, str | None]:
+        found = self.conn.execute(query("process_heads"), {"ids": list(process_ids)}).fetchall()
+        return {str(pid): (str(head) if head is not None else None) for pid, head in found}
+
+    def limit_batch(self, *, lock_timeout_ms: int, idle_timeout_ms: int) -> None:
+        """Bound this transaction: lock waits, and a pause of its worker (see batch.py)."""
+        self.conn.execute(
+            query("batch_limits"),
+            {"lock_timeout": f"{lock_timeout_ms}ms", "idle_timeout": f"{idle_timeout_ms}ms"},
+        )
+
     def complete(self, row: WorkRow, event_hash: str, next_run_at: datetime | None) -> None:
         if isinstance(row, ScheduledRow):
-            self._rows(
+            self._call(
                 "complete_scheduled_action",
                 {"id": row.id, "token": row.lease_token, "event_hash": event_hash,
                  "next_run_at": next_run_at},
             )  # fmt: skip
         else:
-            self._rows(
+            self._call(
                 "complete_automation_work",
                 {"id": row.id, "token": row.lease_token, "event_hash": event_hash},
             )
 
     def skip(self, row: WorkRow, reason: str, next_run_at: datetime | None) -> None:
         if isinstance(row, ScheduledRow):
-            self._rows(
+            self._call(
                 "skip_scheduled_action",
                 {"id": row.id, "token": row.lease_token, "reason": reason,
                  "next_run_at": next_run_at},
             )  # fmt: skip
         else:
-            self._rows(
+            self._call(
                 "skip_automation_work", {"id": row.id, "token": row.lease_token, "reason": reason}
             )
 
     def fail(self, row: WorkRow, reason: str) -> None:
         name = "fail_scheduled_action" if isinstance(row, ScheduledRow) else "fail_automation_work"
-        self._rows(name, {"id": row.id, "token": row.lease_token, "reason": reason})
+        self._call(name, {"id": row.id, "token": row.lease_token, "reason": reason})
 
     def retry(self, row: WorkRow, retry_at: datetime, error: str) -> None:
         name = (
@@ -98,7 +129,7 @@ class Bookkeeping:
             if isinstance(row, ScheduledRow)
             else "retry_automation_work"
         )
-        self._rows(
+        self._call(
             name, {"id": row.id, "token": row.lease_token, "retry_at": retry_at, "error": error}
         )
 

@@ -1,10 +1,13 @@
-"""The automation worker (DESIGN §6.4): an asyncio loop around `run_once()`.
+"""The automation worker (DESIGN §6.4): an asyncio loop that fires batches of due work.
 
-One pass reclaims expired leases, claims due scheduled actions and ready queue rows
-(`FOR UPDATE SKIP LOCKED` inside the claim functions) and fires them concurrently.
-Between passes the worker sleeps until the earliest due row the database knows of —
-one wake-up time, not a timer per row, so memory stays flat however many future
-schedules exist — or until a NOTIFY hint, or until the safety sweep interval.
+Each batch claims due scheduled actions and ready queue rows, fires them and records the
+results in one transaction (`batch.py`). The loop is continuous: as soon as a batch's
+claim comes back full, the next batch starts claiming (SKIP LOCKED keeps them apart),
+up to `concurrency` batches in flight; with nothing left it sleeps until the earliest
+due row the database knows of — one wake-up time, not a timer per row, so memory stays
+flat however many future schedules exist — or until a NOTIFY hint, or until the safety
+sweep. Expired leases (rows a worker of the leased, multi-transaction path left behind)
+are reclaimed on a timer, not on every batch.
 """
 
 from __future__ import annotations
@@ -15,17 +18,17 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Firer, FireResult, FiringPolicy, Outcome
+from charter.automation.firing import BatchLimits, BatchResult, Firer
 from charter.automation.listener import Listener
+from charter.automation.outcomes import FireResult, FiringPolicy, Outcome, WorkerKeyError
 from charter.core.clock import Clock, SystemClock
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import CharterError
 from charter.db.database import Database, Role
 from charter.engine.process_event import Engine
-from charter.engine.work import WorkRow
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +40,16 @@ def default_worker_id() -> str:
 @dataclass(frozen=True)
 class WorkerSettings:
     lease_seconds: int = 60
-    batch_size: int = 100
-    concurrency: int = 8
-    sweep_seconds: float = 300.0  # the safety sweep: rescan even without a hint
+    batch_size: int = 100  # rows claimed, fired and recorded per transaction
+    concurrency: int = 2  # batches in flight at once
+    sweep_seconds: float = 30.0  # the safety sweep: rescan even without a hint
     error_backoff_seconds: float = 2.0
+    lock_timeout_seconds: float = 5.0
 
 
 @dataclass
 class PassResult:
-    """What one pass did (tests assert on these)."""
+    """What one batch did (tests assert on these)."""
 
     reclaimed: int = 0
     claimed: int = 0
@@ -76,10 +80,15 @@ class AutomationWorker:
         self.engine = engine or Engine(database, clock=self.clock)
         self.worker_id = worker_id or default_worker_id()
         self.settings = settings or WorkerSettings()
-        self.firer = Firer(database, self.engine, key, self.worker_id, self.clock, policy)
+        limits = BatchLimits(
+            lease_seconds=self.settings.lease_seconds,
+            size=self.settings.batch_size,
+            lock_timeout_seconds=self.settings.lock_timeout_seconds,
+        )
+        self.firer = Firer(database, self.engine, key, self.worker_id, self.clock, policy, limits)
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._gate = asyncio.Semaphore(self.settings.concurrency)
+        self._next_reclaim: datetime | None = None
         self.fired_total = 0
         self.listener = Listener(url, self.wake)
 
@@ -87,7 +96,7 @@ class AutomationWorker:
         self._wake.set()
 
     def stop(self) -> None:
-        """Finish the firings under way, release what was claimed but not fired, exit."""
+        """Finish the firing under way in each batch, release the rest of it, exit."""
         self._stopping.set()
         self._wake.set()
 
@@ -105,70 +114,76 @@ class AutomationWorker:
             await asyncio.gather(listener, loop, return_exceptions=True)
 
     async def _loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                result = await self.run_once()
-            except CharterError as exc:
-                if not exc.retryable:
-                    raise
-                log.warning("worker pass failed (%s); retrying", exc.message)
-                await self._sleep(self.settings.error_backoff_seconds)
-                continue
-            if result.claimed >= self.settings.batch_size:
-                continue  # more is due right now
-            await self._sleep(await self._seconds_to_next())
+        running: set[asyncio.Task[PassResult]] = set()
+        self._wake.set()  # start with a pass: whatever is due now
+        try:
+            while not self._stopping.is_set():
+                if self._wake.is_set() and len(running) < self.settings.concurrency:
+                    self._wake.clear()
+                    running.add(asyncio.create_task(self.run_once(), name="charter-batch"))
+                    continue
+                if running:
+                    waker = asyncio.create_task(self._wake.wait())
+                    done, _ = await asyncio.wait(
+                        {*running, waker}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    waker.cancel()
+                    for task in [t for t in running if t in done]:
+                        running.discard(task)
+                        await self._settle(task)
+                    continue
+                await self._sleep(await self._seconds_to_next())
+                self._wake.set()  # due time, a hint or the sweep: claim
+        finally:
+            # Batches in flight see the stop between rows: they commit what they fired
+            # and release the rest. Shielded: our own cancellation must not lose them.
+            if running:
+                await asyncio.shield(asyncio.gather(*running, return_exceptions=True))
+
+    async def _settle(self, task: asyncio.Task[PassResult]) -> None:
+        """A batch ended: re-raise what must stop the worker, back off on the rest."""
+        try:
+            task.result()
+        except WorkerKeyError:
+            raise  # the engine refused our key: the worker must stop
+        except CharterError as exc:
+            # The database failed under the batch (or refused it): it rolled back, and
+            # every row in it is due again, untouched.
+            log.warning("a batch failed (%s: %s); retrying", exc.code, exc.message)
+            await self._sleep(self.settings.error_backoff_seconds)
+            self._wake.set()
 
     async def run_once(self) -> PassResult:
-        """One pass: reclaim expired leases, claim what is due, fire it all."""
-        self._wake.clear()
+        """Reclaim expired leases when their timer says so, then fire one batch."""
         result = PassResult()
-        rows = await asyncio.to_thread(self._claim, result)
-        if rows:
-            fired = await asyncio.gather(*(self._fire(row) for row in rows))
-            for item in fired:
-                if item is not None:
-                    result.count(item)
+        if self._next_reclaim is None or self.clock.now() >= self._next_reclaim:
+            result.reclaimed = await asyncio.to_thread(self._reclaim)
+            self._next_reclaim = self.clock.now() + timedelta(
+                seconds=max(1.0, self.settings.lease_seconds / 4)
+            )
+        loop = asyncio.get_running_loop()
+
+        def claimed(count: int) -> None:
+            if count >= self.settings.batch_size:
+                loop.call_soon_threadsafe(self.wake)  # more is due: start the next batch
+
+        # Shielded: a cancelled worker still commits (or rolls back) the batch under way.
+        batch: BatchResult = await asyncio.shield(
+            asyncio.to_thread(self.firer.fire_due, self._stopping.is_set, claimed)
+        )
+        result.claimed = batch.claimed
+        for fired in batch.results or []:
+            result.count(fired)
+            if fired.outcome is Outcome.ACCEPTED:
+                self.fired_total += 1
         return result
 
-    def _claim(self, result: PassResult) -> list[WorkRow]:
-        with self.database.connection(Role.WORKER) as conn:
-            books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none())
-            # Its own transaction: reclaimed rows are free before (and whatever) we claim.
-            with conn.transaction():
-                scheduled, queued = books.reclaim_expired()
-            result.reclaimed = scheduled + queued
-            with conn.transaction():
-                return self._claim_batch(books, result)
-
-    def _claim_batch(self, books: Bookkeeping, result: PassResult) -> list[WorkRow]:
-        lease, batch = self.settings.lease_seconds, self.settings.batch_size
-        rows: list[WorkRow] = list(books.claim_queue(lease_seconds=lease, limit=batch))
-        rows.extend(books.claim_scheduled(lease_seconds=lease, limit=batch - len(rows)))
-        result.claimed = len(rows)
-        return rows
-
-    async def _fire(self, row: WorkRow) -> FireResult | None:
-        async with self._gate:
-            if self._stopping.is_set():
-                await asyncio.shield(asyncio.to_thread(self._release, row))
-                return None
-            try:
-                # Shielded: a cancelled worker still records what it already submitted.
-                outcome = await asyncio.shield(asyncio.to_thread(self.firer.fire, row))
-            except CharterError as exc:
-                if not exc.retryable:
-                    raise  # a key failure: the worker must stop
-                # The database went away mid-fire: the row stays claimed until its lease
-                # runs out, then it is fired again (exactly once, by the occurrence key).
-                log.warning("firing %s interrupted: %s", row.id, exc.message)
-                return None
-            if outcome.outcome is Outcome.ACCEPTED:
-                self.fired_total += 1
-            return outcome
-
-    def _release(self, row: WorkRow) -> None:
+    def _reclaim(self) -> int:
         with self.database.connection(Role.WORKER) as conn, conn.transaction():
-            Bookkeeping(conn, self.worker_id).release(row)
+            scheduled, queued = Bookkeeping(
+                conn, self.worker_id, now=self.clock.now_or_none()
+            ).reclaim_expired()
+        return scheduled + queued
 
     async def _seconds_to_next(self) -> float:
         def next_wakeup() -> datetime | None:

@@ -41,6 +41,20 @@ def conninfo(url: str, *, application_name: str = "charter") -> str:
     )
 
 
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def act_as(conn: Conn, role: Role) -> None:
+    """Work as `role` until the transaction (or savepoint) ends: one transaction may hold
+    the steps of several components, each under its own privileges."""
+    conn.execute(_SET_LOCAL_ROLE[role])
+
+
+_SET_LOCAL_ROLE = {
+    role: sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role.value)) for role in Role
+}
+
+
 def _assume(conn: psycopg.Connection[object], role: Role | None) -> None:
     if role is not None:
         conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role.value)))

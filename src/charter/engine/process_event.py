@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from charter.core.clock import Clock, SystemClock
@@ -30,7 +30,7 @@ from charter.core.errors import (
 )
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
-from charter.db.database import Database, Role
+from charter.db.database import Conn, Database, Role, act_as
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
@@ -71,11 +71,24 @@ SUBMISSION_CODES = frozenset(
 
 
 @dataclass
-class _Tally:
-    """What one accepted event did that metrics count once it has committed."""
+class Tally:
+    """What accepted events did that metrics count once their transaction committed."""
 
+    accepted: int = 0
     cascade_stops: int = 0
     render_failures: int = 0
+    rejected: list[str] = field(default_factory=list)  # codes, logged in the transaction
+    # Scheduled rows the events cancelled or replaced: a row an event cancelled while it
+    # fired that very row is finished by the engine, not by the worker's bookkeeping.
+    cancelled_work: set[str] = field(default_factory=set)
+
+    def count(self) -> None:
+        """Add to the metrics: call after the commit (once per tally)."""
+        metrics.EVENTS_ACCEPTED.inc(self.accepted)
+        metrics.CASCADE_STOPS.inc(self.cascade_stops)
+        metrics.AUTO_RENDER_FAILURES.inc(self.render_failures)
+        for code in self.rejected:
+            metrics.EVENTS_REJECTED.labels(code=code).inc()
 
 
 @dataclass(frozen=True)
@@ -131,7 +144,7 @@ class Engine:
             verify_submission(submission)  # before any lock: a forgery costs no contention
             # Pipeline mode: statements whose results are not needed yet travel together
             # (the reads, then the writes with the COMMIT), saving round trips.
-            tally = _Tally()
+            tally = Tally()
             with (
                 self.database.connection(Role.ENGINE) as conn,
                 conn.pipeline(),
@@ -144,9 +157,37 @@ class Engine:
             raise
         finally:
             metrics.EVENT_SECONDS.observe(time.perf_counter() - started)
-        metrics.EVENTS_ACCEPTED.inc()
-        metrics.CASCADE_STOPS.inc(tally.cascade_stops)
-        metrics.AUTO_RENDER_FAILURES.inc(tally.render_failures)
+        tally.count()
+        return accepted
+
+    def process_within(
+        self, conn: Conn, submission: Submission, tally: Tally, *, caller: Role
+    ) -> Accepted:
+        """Apply one signed event inside the caller's transaction on `conn`, in a savepoint
+        of its own and as the engine's role: the automation worker fires a batch of due
+        work in one transaction, and a refused event undoes only itself.
+
+        The rules, checks and writes are `process_event`'s own; a refusal is logged in the
+        caller's transaction too. `caller` is the role the connection goes back to; the
+        caller commits, then counts `tally`."""
+        envelope = submission.envelope
+        try:
+            self._check_clock(envelope)
+            verify_submission(submission)
+            # The inner pipeline block syncs on exit, so a refusal by the database is
+            # raised here, inside the savepoint, and undoes only this event.
+            with conn.transaction(), conn.pipeline():
+                act_as(conn, Role.ENGINE)  # undone by the savepoint's rollback on refusal
+                accepted = self._apply(Store(conn, now=self.clock.now_or_none()), submission, tally)
+                act_as(conn, caller)
+        except CharterError as exc:
+            if exc.code in SUBMISSION_CODES:
+                tally.rejected.append(exc.code)
+                with conn.transaction():
+                    act_as(conn, Role.ENGINE)
+                    self._log_rejection(Store(conn, now=self.clock.now_or_none()), exc, envelope)
+                    act_as(conn, caller)
+            raise
         return accepted
 
     def record_rejection(self, exc: CharterError, envelope: Envelope | None = None) -> None:
@@ -156,19 +197,23 @@ class Engine:
         metrics.EVENTS_REJECTED.labels(code=exc.code).inc()
         try:
             with self.database.connection(Role.ENGINE) as conn, conn.transaction():
-                Store(conn, now=self.clock.now_or_none()).log(
-                    "event.rejected",
-                    level="warning",
-                    code=exc.code,
-                    process_id=envelope.process if envelope else None,
-                    actor=envelope.actor if envelope else None,
-                    action=envelope.action if envelope else None,
-                    event_hash=envelope.hash() if envelope else None,
-                    message=exc.message[:1000],
-                )
+                self._log_rejection(Store(conn, now=self.clock.now_or_none()), exc, envelope)
         except CharterError:
             # The rejection stands even if the log cannot be written (database down).
             log.warning("could not record rejection %s", exc.code, exc_info=True)
+
+    @staticmethod
+    def _log_rejection(store: Store, exc: CharterError, envelope: Envelope | None) -> None:
+        store.log(
+            "event.rejected",
+            level="warning",
+            code=exc.code,
+            process_id=envelope.process if envelope else None,
+            actor=envelope.actor if envelope else None,
+            action=envelope.action if envelope else None,
+            event_hash=envelope.hash() if envelope else None,
+            message=exc.message[:1000],
+        )
 
     # --- the transaction -------------------------------------------------------------
 
@@ -180,9 +225,9 @@ class Engine:
                 f"at most {self.max_skew.total_seconds():.0f} s is allowed"
             )
 
-    def _apply(self, store: Store, submission: Submission, tally: _Tally | None = None) -> Accepted:
+    def _apply(self, store: Store, submission: Submission, tally: Tally | None = None) -> Accepted:
         envelope = submission.envelope
-        tally = tally if tally is not None else _Tally()
+        tally = tally if tally is not None else Tally()
         inputs = store.decision_inputs(
             public_key=envelope.actor,
             process_id=envelope.process,
@@ -254,6 +299,7 @@ class Engine:
             event_hash=event_hash,
             detail={"seq": seq, "state": decision.state, "workflow_version": version},
         )
+        tally.accepted += 1
         return Accepted(event_hash, seq, after)
 
     @staticmethod
@@ -280,7 +326,7 @@ class Engine:
         actor: ActorContext,
         decision: Decision,
         cascade: Cascade,
-        tally: _Tally,
+        tally: Tally,
         *,
         depth: int,
     ) -> None:
@@ -293,6 +339,7 @@ class Engine:
                 event_hash=event_hash,
                 reason=f"cancelled by {envelope.action}",
             ):
+                tally.cancelled_work.add(row[0])
                 self._notify_schedule(store, row[0], process_id, path, row[2], row[3], "cancelled")
         for schedule in decision.schedules:
             for row in store.cancel_schedules(
@@ -301,6 +348,7 @@ class Engine:
                 event_hash=event_hash,
                 reason="replaced",
             ):
+                tally.cancelled_work.add(row[0])
                 self._notify_schedule(store, row[0], process_id, path, row[2], row[3], "cancelled")
             work_id = store.insert_schedule(
                 schedule_id=schedule.id,
@@ -396,7 +444,7 @@ class Engine:
         action: str,
         data: JsonObject,
         cascade: Cascade,
-        tally: _Tally,
+        tally: Tally,
         *,
         depth: int,
     ) -> None:

@@ -568,6 +568,56 @@ AS $function$
 $function$;
 GRANT EXECUTE ON FUNCTION claim_automation_work_batch(text,integer,integer,timestamp with time zone) TO charter_worker;
 
+CREATE OR REPLACE FUNCTION charter.claim_due_scheduled_v2(p_worker text, p_lease_seconds integer, p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF scheduled_actions
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    WITH due AS (
+        SELECT s.id FROM charter.scheduled_actions s
+        JOIN charter.processes p ON p.id = s.process_id
+        WHERE s.status = 'active' AND coalesce(s.not_before, s.run_at) <= coalesce(p_now, now())
+        ORDER BY coalesce(s.not_before, s.run_at)
+        LIMIT p_limit
+        FOR UPDATE OF s SKIP LOCKED
+        FOR NO KEY UPDATE OF p SKIP LOCKED
+    )
+    UPDATE charter.scheduled_actions s
+    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
+        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
+        lease_token = gen_random_uuid()
+    FROM due
+    WHERE s.id = due.id
+    RETURNING s.*
+$function$;
+GRANT EXECUTE ON FUNCTION claim_due_scheduled_v2(text,integer,integer,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.claim_ready_queue_v2(p_worker text, p_lease_seconds integer, p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF automation_queue
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    WITH ready AS (
+        SELECT q.id FROM charter.automation_queue q
+        JOIN charter.processes p ON p.id = q.process_id
+        WHERE q.status = 'pending' AND coalesce(q.not_before, q.queued_at) <= coalesce(p_now, now())
+        ORDER BY coalesce(q.not_before, q.queued_at)
+        LIMIT p_limit
+        FOR UPDATE OF q SKIP LOCKED
+        FOR NO KEY UPDATE OF p SKIP LOCKED
+    )
+    UPDATE charter.automation_queue q
+    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
+        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
+        lease_token = gen_random_uuid()
+    FROM ready
+    WHERE q.id = ready.id
+    RETURNING q.*
+$function$;
+GRANT EXECUTE ON FUNCTION claim_ready_queue_v2(text,integer,integer,timestamp with time zone) TO charter_worker;
+
 CREATE OR REPLACE FUNCTION charter.claim_scheduled_action(p_id uuid, p_worker text, p_lease_seconds integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS SETOF scheduled_actions
  LANGUAGE sql

@@ -93,3 +93,22 @@ WHERE k.actor_id = 'automation' AND k.retired_at IS NULL
 -- Subscribe the listener connection to both wake-up channels.
 LISTEN scheduled_actions_changed;
 LISTEN automation_queue_changed
+
+-- claim_due_scheduled --
+-- Claim due scheduled actions and lock their processes for this transaction (batched
+-- firing; rows whose process is locked elsewhere are skipped).
+SELECT * FROM charter.claim_due_scheduled_v2(%(worker)s, %(lease_seconds)s, %(limit)s, %(now)s)
+
+-- claim_ready_queue --
+-- Claim ready queue rows and lock their processes for this transaction (batched firing).
+SELECT * FROM charter.claim_ready_queue_v2(%(worker)s, %(lease_seconds)s, %(limit)s, %(now)s)
+
+-- process_heads --
+-- The heads of the processes a batch fires on (locked by its claims).
+SELECT id, head_hash FROM charter.processes WHERE id = ANY(%(ids)s)
+
+-- batch_limits --
+-- Bound a firing batch: a lock it would wait for longer, or a worker paused inside it
+-- past its lease, rolls the batch back instead of holding its locks.
+SELECT set_config('lock_timeout', %(lock_timeout)s, true),
+       set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true)
