@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +78,7 @@ def test_honest_bundles_verify_with_and_without_replay() -> None:
 
 
 def test_the_bundle_has_the_documented_shape(child: Any) -> None:
-    assert set(child) == {"format", "process", "events", "workflows", "causes"}
+    assert set(child) == {"format", "process", "events", "workflows", "causes", "actors"}
     assert child["format"] == FORMAT
     assert child["process"]["parent"] == "case-1"
     [event] = child["events"]
@@ -260,6 +263,42 @@ def test_altered_state_or_data_is_found_by_replay_only(
     report = verify_bundle(parent, replay=True)
     assert _codes(report) == {(None, "replay_mismatch")}
     assert field in report.problems[0].message
+
+
+def _charter_verify(path: Path, *flags: str) -> tuple[int, Any]:
+    """`charter verify --bundle PATH --json` through the installed entry point, offline."""
+    env = os.environ | {
+        "CHARTER_DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
+        "CHARTER_HOME": str(path.parent / "home"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "charter", "verify", "--bundle", str(path), "--json", *flags],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert not (path.parent / "home").exists(), "verifying a bundle touched CHARTER_HOME"
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("state", "open"), ("data", {"name": "Eve", "notes": 1})]
+)
+def test_the_cli_replays_a_bundle_by_default(
+    parent: Any, tmp_path: Path, field: str, value: JsonValue
+) -> None:
+    parent["process"][field] = value
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(parent))
+    status, report = _charter_verify(path)
+    assert status == 1
+    assert [(p["seq"], p["code"]) for p in report["problems"]] == [(None, "replay_mismatch")]
+    assert report["replayed"] is True
+    status, report = _charter_verify(path, "--no-replay")
+    assert (status, report["ok"], report["replayed"]) == (0, True, False)
+    status, report = _charter_verify(path, "--replay")  # still accepted
+    assert (status, report["ok"]) == (1, False)
 
 
 def test_replay_names_the_event_the_rules_reject(parent: Any) -> None:

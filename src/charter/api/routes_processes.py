@@ -36,8 +36,8 @@ def get_events(process_id: str, context: Context, _token: Reader) -> JSONRespons
 
 @router.get("/v1/processes/{process_id}/verify")
 def verify(process_id: str, context: Context, _token: Reader, replay: bool = False) -> JSONResponse:
-    """Check the hash chain: hashes, signatures, seq, links, spawn causes, the stored head;
-    `replay=true` also re-derives the state from the events and compares."""
+    """Check the hash chain: hashes, signatures, seq, links, spawn causes, automated events'
+    provenance, the stored head; `replay=true` also re-derives the state and compares."""
     report = verify_process(context.database, process_id, replay=replay)
     return JSONResponse(report.to_json())
 

@@ -2,7 +2,11 @@
 
 `verify ID` checks one stored process, `verify --all` every one, `verify --bundle FILE`
 an export file offline: that mode never touches a database (nor starts the embedded
-one), so an auditor can run it anywhere. Exit 0 when everything verifies, 1 otherwise.
+one), so an auditor can run it anywhere. A bundle is replayed unless `--no-replay` says
+otherwise (its state and data are not signed: only replay checks them), and its
+automated events are checked against the automation keys the auditor pins with
+`--automation-key`, or else the ones the bundle lists (and the output says so).
+Exit 0 when everything verifies, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from rich.text import Text
 
 from charter.core import ijson
 from charter.core.config import Settings
-from charter.core.errors import Malformed
+from charter.core.ed25519 import check_public_key
+from charter.core.errors import InvalidPublicKey, Malformed
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
 from charter.db.embedded import database_url
@@ -48,21 +53,42 @@ def verify(
         ),
     ] = None,
     replay: Annotated[
-        bool, typer.Option("--replay", help="Also re-derive state and data from the events.")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--replay/--no-replay",
+            help="Also re-derive state and data from the events "
+            "(default: on for --bundle, off for the database).",
+            show_default=False,
+        ),
+    ] = None,
+    automation_keys: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--automation-key",
+            metavar="HEX",
+            help="With --bundle: a public key you trust as the automation actor's "
+            "(repeatable); without it, the keys the bundle lists are used.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Verify hashes, signatures, seq, links, spawn causes and heads; exit 1 on any problem."""
+    """Verify hashes, signatures, seq, links, spawn causes, automation provenance and heads;
+    exit 1 on any problem."""
     chosen = sum([process_id is not None, all_processes, bundle is not None])
     if chosen != 1:
         raise typer.BadParameter("give exactly one of: a process id, --all, --bundle FILE")
     if bundle is not None:
-        raise typer.Exit(_verify_file(bundle, replay=replay, as_json=as_json))
+        pinned = _pinned_keys(automation_keys) if automation_keys else None
+        replay_bundle = True if replay is None else replay
+        raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, as_json=as_json))
+    if automation_keys:
+        raise typer.BadParameter("--automation-key applies only to --bundle FILE")
     with database_url(Settings.from_env()) as url, Database(url, max_size=2) as database:
         if process_id is not None:
-            report = verify_process(database, process_id, replay=replay)
+            report = verify_process(database, process_id, replay=bool(replay))
             raise typer.Exit(_show(process_id, report, as_json=as_json))
-        raise typer.Exit(_verify_all(database, replay=replay, as_json=as_json))
+        raise typer.Exit(_verify_all(database, replay=bool(replay), as_json=as_json))
 
 
 def export(
@@ -74,28 +100,66 @@ def export(
     _write_json(bundle, indent=1)
 
 
-def _verify_file(path: Path, *, replay: bool, as_json: bool) -> int:
+def _pinned_keys(values: list[str]) -> tuple[str, ...]:
+    keys = []
+    for value in values:
+        key = value.strip().lower()
+        try:
+            check_public_key(key)
+        except InvalidPublicKey as exc:
+            raise typer.BadParameter(f"--automation-key {value!r}: {exc.message}") from None
+        keys.append(key)
+    return tuple(keys)
+
+
+def _verify_file(path: Path, replay: bool, pinned: tuple[str, ...] | None, *, as_json: bool) -> int:
     try:
         raw = path.read_bytes()
     except OSError as exc:
         Console(stderr=True).print(f"{path}: cannot read: {exc.strerror or exc}", markup=False)
         return EXIT_UNREADABLE
     try:
-        report = verify_bundle(ijson.loads(raw), replay=replay)
+        report = verify_bundle(ijson.loads(raw), replay=replay, automation_keys=pinned)
     except Malformed as exc:
         # A file that is not I-JSON is bad evidence, not an unusable command line.
         report = VerificationReport.of(0, [Problem(None, "malformed_bundle", exc.message)])
-    return _show(str(path), report, as_json=as_json)
+    trust: JsonObject = {
+        "replayed": replay,
+        "automation_keys": "bundle" if pinned is None else "pinned",
+    }
+    notes = [
+        "automation keys: "
+        + (
+            "as the bundle itself lists them (not pinned: give --automation-key HEX "
+            "to check against keys you trust)"
+            if pinned is None
+            else f"pinned ({len(pinned)} given with --automation-key)"
+        ),
+        "state and data: "
+        + ("replayed from the events" if replay else "not checked (--no-replay)"),
+    ]
+    return _show(str(path), report, as_json=as_json, extra=trust, notes=notes)
 
 
-def _show(subject: str, report: VerificationReport, *, as_json: bool) -> int:
+def _show(
+    subject: str,
+    report: VerificationReport,
+    *,
+    as_json: bool,
+    extra: JsonObject | None = None,
+    notes: list[str] | None = None,
+) -> int:
     status = EXIT_OK if report.ok else EXIT_PROBLEMS
     if as_json:
-        _write_json(report.to_json())
+        _write_json(report.to_json() | (extra or {}))
         return status
     console = Console()
+    for note in notes or []:
+        console.print(f"{subject}: {note}", markup=False, soft_wrap=True)
     if report.ok:
-        console.print(f"{subject}: ok ({report.events} events verified)", markup=False)
+        console.print(
+            f"{subject}: ok ({report.events} events verified)", markup=False, soft_wrap=True
+        )
         return status
     table = Table("seq", "code", "message", title=f"{subject}: problems", title_justify="left")
     for problem in report.problems:

@@ -2,8 +2,11 @@
 
 An auditor verifies a bundle offline with nothing else: it carries the process row, every
 event with its exact envelope text, the workflow definitions the events were decided
-against (and the causes' definitions), and the events that caused spawn geneses.
-Reading a bundle checks shapes and types only; what the values mean is the verifier's job.
+against (and the causes' definitions), the events that caused spawn geneses, and the
+automation actor's keys (`actors`, current and retired) that automated events are signed
+with. Reading a bundle checks shapes and types only; what the values mean is the
+verifier's job. `actors` is always written but optional when read: bundles exported
+before it existed stay readable (their automated events then need pinned keys).
 """
 
 from __future__ import annotations
@@ -14,21 +17,29 @@ from charter.core import ijson
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
-from charter.engine.evidence import EventRow, Evidence
-from charter.engine.records import ProcessView
+from charter.engine.evidence import ActorKey, EventRow, Evidence
+from charter.engine.records import AUTOMATION_ACTOR_ID, ProcessView
 
 FORMAT = "charter-export/1"
 
 
 def bundle_json(evidence: Evidence) -> JsonObject:
     """The bundle of `evidence`."""
-    return {
+    bundle: JsonObject = {
         "format": FORMAT,
         "process": process_json(evidence.process),
         "events": [event_json(event) for event in evidence.events],
         "workflows": dict(sorted(evidence.workflows.items())),
         "causes": {key: event_json(event) for key, event in sorted(evidence.causes.items())},
     }
+    if evidence.automation_keys is not None:
+        bundle["actors"] = actors_json(evidence.automation_keys)
+    return bundle
+
+
+def actors_json(automation_keys: tuple[ActorKey, ...]) -> JsonObject:
+    """The `actors` member: actor id → its keys, for the automation actor."""
+    return {AUTOMATION_ACTOR_ID: {"keys": [key.to_json() for key in automation_keys]}}
 
 
 def process_json(process: ProcessView) -> JsonObject:
@@ -77,6 +88,34 @@ def evidence_from_bundle(bundle: JsonValue) -> Evidence:
         events=tuple(_event(item, f"bundle.events[{i}]") for i, item in enumerate(events_value)),
         workflows=dict(workflows),
         causes={key: _event(item, f"bundle.causes[{key[:16]!r}]") for key, item in causes.items()},
+        automation_keys=_automation_keys(top),
+    )
+
+
+def _automation_keys(top: _Object) -> tuple[ActorKey, ...] | None:
+    """The automation actor's keys the bundle lists; None for a bundle without `actors`."""
+    if "actors" not in top.value:
+        return None
+    found: tuple[ActorKey, ...] = ()
+    for actor_id, value in top.member_object("actors").items():
+        where = f"bundle.actors[{actor_id[:32]!r}]"
+        items = _Object(value, where).get("keys")
+        if not isinstance(items, list):
+            raise Malformed(f"{where}.keys must be an array")
+        keys = tuple(_actor_key(item, f"{where}.keys[{i}]") for i, item in enumerate(items))
+        if actor_id == AUTOMATION_ACTOR_ID:
+            found = keys
+    return found
+
+
+def _actor_key(value: JsonValue, where: str) -> ActorKey:
+    row = _Object(value, where)
+    row.time("added_at")
+    row.time("retired_at")
+    return ActorKey(
+        public_key=row.text("public_key"),
+        added_at=row.optional_text("added_at"),
+        retired_at=row.optional_text("retired_at"),
     )
 
 

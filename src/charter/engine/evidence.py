@@ -1,9 +1,9 @@
 """What verification reads and what it reports (DESIGN §3).
 
 `Evidence` is everything needed to check one process: its row, its events with every
-stored column, the workflow definitions they name and the events that caused spawn
-geneses. It comes from the database or from an export bundle, so the checks that run
-over it are the same in both places.
+stored column, the workflow definitions they name, the events that caused spawn
+geneses and the automation actor's keys. It comes from the database or from an export
+bundle, so the checks that run over it are the same in both places.
 """
 
 from __future__ import annotations
@@ -37,6 +37,14 @@ CODES = frozenset(
         "replay_rejected",
         "replay_mismatch",
         "malformed_bundle",
+        "provenance_malformed",
+        "provenance_actor",
+        "provenance_cause_missing",
+        "provenance_cause_order",
+        "provenance_cause_mismatch",
+        "provenance_undeclared",
+        "provenance_duplicate",
+        "provenance_inconsistent",
     }
 )
 
@@ -70,6 +78,22 @@ class EventRow:
 
 
 @dataclass(frozen=True)
+class ActorKey:
+    """A public key an actor holds or held: a retired key still verifies what it signed."""
+
+    public_key: str
+    added_at: str | None = None
+    retired_at: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "public_key": self.public_key,
+            "added_at": self.added_at,
+            "retired_at": self.retired_at,
+        }
+
+
+@dataclass(frozen=True)
 class Evidence:
     """One process and everything needed to verify it."""
 
@@ -77,6 +101,9 @@ class Evidence:
     events: tuple[EventRow, ...]
     workflows: Mapping[str, JsonValue]  # version → definition
     causes: Mapping[str, EventRow]  # hash → event that caused a spawn genesis
+    # Every key the automation actor holds or held; None when the evidence does not say
+    # (an export written before bundles carried `actors`).
+    automation_keys: tuple[ActorKey, ...] | None = None
 
 
 @dataclass(frozen=True)

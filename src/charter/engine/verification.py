@@ -7,7 +7,7 @@ a handful of queries whatever the number of events (no per-event round trips);
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import psycopg
@@ -19,9 +19,9 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.db.queries import query
 from charter.engine.bundle import bundle_json, evidence_from_bundle
-from charter.engine.evidence import EventRow, Evidence, Problem, VerificationReport
+from charter.engine.evidence import ActorKey, EventRow, Evidence, Problem, VerificationReport
 from charter.engine.genesis import MAX_CAUSE_DEPTH
-from charter.engine.records import ProcessView
+from charter.engine.records import AUTOMATION_ACTOR_ID, ProcessView
 from charter.engine.store import Store
 from charter.engine.verify import verify_evidence
 
@@ -50,13 +50,19 @@ def export_bundle(database: Database, process_id: str) -> JsonObject:
     return bundle_json(load_evidence(database, process_id))
 
 
-def verify_bundle(bundle: JsonValue, *, replay: bool = False) -> VerificationReport:
-    """Verify an export bundle with no database; a bundle of the wrong shape is one problem."""
+def verify_bundle(
+    bundle: JsonValue, *, replay: bool = False, automation_keys: Collection[str] | None = None
+) -> VerificationReport:
+    """Verify an export bundle with no database; a bundle of the wrong shape is one problem.
+
+    `automation_keys` are the automation actor's keys as the auditor knows them; without
+    them, the keys the bundle itself lists are trusted.
+    """
     try:
         evidence = evidence_from_bundle(bundle)
     except Malformed as exc:
         return VerificationReport.of(0, [Problem(None, "malformed_bundle", exc.message)])
-    return verify_evidence(evidence, replay_state=replay)
+    return verify_evidence(evidence, replay_state=replay, automation_keys=automation_keys)
 
 
 def process_ids(database: Database) -> list[str]:
@@ -66,7 +72,8 @@ def process_ids(database: Database) -> list[str]:
 
 
 def load_evidence(database: Database, process_id: str) -> Evidence:
-    """A process, its events, their definitions and spawn causes, as of one snapshot."""
+    """A process, its events, their definitions, spawn causes and the automation actor's
+    keys, as of one snapshot."""
     with database.connection(Role.READER) as conn, conn.transaction():
         # A repeatable-read snapshot: an event committed between two of these reads
         # would otherwise look like a head that does not match its events.
@@ -82,7 +89,14 @@ def load_evidence(database: Database, process_id: str) -> Evidence:
         versions = {event.workflow_version for event in events}
         versions |= {event.workflow_version for event in causes.values()}
         workflows = _definitions(conn, versions)
-    return Evidence(process=process, events=events, workflows=workflows, causes=causes)
+        automation_keys = _actor_keys(conn, AUTOMATION_ACTOR_ID)
+    return Evidence(
+        process=process,
+        events=events,
+        workflows=workflows,
+        causes=causes,
+        automation_keys=automation_keys,
+    )
 
 
 def _causes(conn: Conn, process: ProcessView, events: tuple[EventRow, ...]) -> dict[str, EventRow]:
@@ -131,6 +145,17 @@ def _definitions(conn: Conn, versions: Iterable[str]) -> dict[str, JsonValue]:
     return found
 
 
+def _actor_keys(conn: Conn, actor_id: str) -> tuple[ActorKey, ...]:
+    rows = conn.execute(query("verification_actor_keys"), {"actor_id": actor_id})
+    return tuple(
+        ActorKey(str(key), _time(added_at), _time(retired_at)) for key, added_at, retired_at in rows
+    )
+
+
+def _time(moment: Any) -> str | None:
+    return format_rfc3339(moment) if moment is not None else None
+
+
 def _event_row(row: tuple[Any, ...]) -> EventRow:
     return EventRow(
         process_id=str(row[0]),
@@ -147,5 +172,5 @@ def _event_row(row: tuple[Any, ...]) -> EventRow:
         workflow_path=str(row[11]),
         workflow_version=str(row[12]),
         cause_hash=row[13],
-        received_at=format_rfc3339(row[14]) if row[14] is not None else None,
+        received_at=_time(row[14]),
     )

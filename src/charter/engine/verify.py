@@ -3,13 +3,14 @@
 Every hash recomputes from the exact envelope text, the text is canonical and agrees
 with its row, every signature verifies (strictly) against `actor`, seq runs 1..n, each
 `prev` is the preceding hash, an unsigned event is only a spawn genesis whose cause
-resolves, and the process row's head is the last event. No database, no clock: the same
-code checks a live process and an export bundle.
+resolves, every automated event leads back to its cause, and the process row's head is
+the last event. No database, no clock: the same code checks a live process and an
+export bundle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from charter.core import ijson
 from charter.core.canonical import canonical_bytes, sha256_hex
@@ -17,6 +18,7 @@ from charter.core.ed25519 import verify
 from charter.core.envelope import Envelope
 from charter.core.errors import Malformed
 from charter.dsl.canonical import version_hash
+from charter.engine.automated import check_automated_events
 from charter.engine.evidence import (
     EventRow,
     Evidence,
@@ -30,17 +32,37 @@ from charter.engine.records import ProcessView
 from charter.engine.replay import replay
 
 
-def verify_evidence(evidence: Evidence, *, replay_state: bool = False) -> VerificationReport:
-    """Every problem of `evidence`; with `replay_state`, also re-derive state and data."""
+def verify_evidence(
+    evidence: Evidence,
+    *,
+    replay_state: bool = False,
+    automation_keys: Collection[str] | None = None,
+) -> VerificationReport:
+    """Every problem of `evidence`; with `replay_state`, also re-derive state and data.
+
+    `automation_keys` pins the keys trusted as the automation actor's in place of the
+    ones the evidence lists (an auditor's own copy, not the bundle's claim).
+    """
     problems: list[Problem] = []
     envelopes = [_check_event(event, evidence.process, problems) for event in evidence.events]
     _check_sequence(evidence.events, envelopes, problems)
     problems.extend(check_spawn_genesis(evidence, envelopes))
+    problems.extend(
+        check_automated_events(evidence, envelopes, _trusted(evidence, automation_keys))
+    )
     _check_head(evidence.process, evidence.events, problems)
     _check_workflows(evidence, problems)
     if replay_state:
         problems.extend(replay(evidence, envelopes))
     return VerificationReport.of(len(evidence.events), problems)
+
+
+def _trusted(evidence: Evidence, pinned: Collection[str] | None) -> frozenset[str] | None:
+    if pinned is not None:
+        return frozenset(pinned)
+    if evidence.automation_keys is None:
+        return None
+    return frozenset(key.public_key for key in evidence.automation_keys)
 
 
 # --- one event ---------------------------------------------------------------------------

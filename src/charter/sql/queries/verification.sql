@@ -29,3 +29,10 @@ WHERE version = ANY (%(versions)s)
 SELECT id
 FROM charter.processes
 ORDER BY created_at, id
+
+-- verification_actor_keys --
+-- Every key an actor holds or held, oldest first (retired keys still verify what they signed).
+SELECT public_key, added_at, retired_at
+FROM charter.actor_keys
+WHERE actor_id = %(actor_id)s
+ORDER BY added_at, public_key
