@@ -145,6 +145,14 @@ class PlanStep:
     id: str
     action_id: str
     input: JsonValue
+    # `{"on": [...]}`: the target answers the step may retry (None: transport failures only).
+    retry: JsonValue = None
+
+    @property
+    def retry_on(self) -> tuple[str, ...]:
+        """The conditions of `retry.on` (`http_5xx`, `http_429`); () when not opted in."""
+        on = self.retry.get("on") if isinstance(self.retry, dict) else None
+        return tuple(str(c) for c in on) if isinstance(on, list) else ()
 
 
 @dataclass(frozen=True)
@@ -645,7 +653,9 @@ def _steps(raw: list[JsonValue]) -> tuple[PlanStep, ...]:
         if not isinstance(item, dict):
             raise UnexpectedResponse("a plan step in the response is not an object")
         r = _Reader(item, "plan step")
-        steps.append(PlanStep(r.text("id"), r.text("actionId"), item.get("input")))
+        steps.append(
+            PlanStep(r.text("id"), r.text("actionId"), item.get("input"), item.get("retry"))
+        )
     return tuple(steps)
 
 
