@@ -2,7 +2,12 @@
 
 Every error response is rebuilt as the CharterError subclass of its code (context kept,
 so `StalePrev.context["head"]` is there); an unknown code becomes a plain CharterError
-whose context holds the code and status. Transport failures are `ApiUnavailable`.
+whose context holds the code and status. The answer itself is the error's cause (an
+`httpx.HTTPStatusError`), for whoever needs its status or `Retry-After`.
+
+Every call has a deadline for the whole of it, 15 s unless configured
+(`charter.deadline`): a call that runs out of it raises `ApiTimeout`, one that cannot
+reach the API `ApiUnavailable` (both retryable).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
+from charter import deadline
 from charter.core import ijson
 from charter.core.config import Settings
 from charter.core.envelope import Submission
@@ -28,6 +34,12 @@ class ApiUnavailable(CharterError):
     code = "api_unavailable"
     http_status = 503
     retryable = True
+
+
+class ApiTimeout(ApiUnavailable):
+    """The Charter API did not answer within the request timeout."""
+
+    code = "api_timeout"
 
 
 def _subclasses(cls: type[CharterError]) -> list[type[CharterError]]:
@@ -64,8 +76,36 @@ def error_from_response(response: httpx.Response) -> CharterError:
     return cls(message, **context)
 
 
+def raise_for_answer(response: httpx.Response) -> None:
+    """Raise the CharterError an error answer (>= 400) stands for, caused by the answer."""
+    if response.status_code < 400:
+        return
+    answer = httpx.HTTPStatusError(
+        f"HTTP {response.status_code}", request=response.request, response=response
+    )
+    raise error_from_response(response) from answer
+
+
+def send(
+    http: httpx.Client, seconds: float, base_url: str, method: str, path: str, **kwargs: Any
+) -> httpx.Response:
+    """One call to the Charter API at `base_url`, finished within `seconds`: its answer,
+    or ApiTimeout, ApiUnavailable or the CharterError of an error answer."""
+    try:
+        response = deadline.request(http, seconds, method, base_url + path, **kwargs)
+    except httpx.TimeoutException as exc:
+        raise ApiTimeout(
+            f"the Charter API at {base_url} did not answer {method} {path} within {seconds:g} s"
+        ) from exc
+    except httpx.TransportError as exc:
+        raise ApiUnavailable(f"cannot reach the Charter API at {base_url}: {exc}") from exc
+    raise_for_answer(response)
+    return response
+
+
 class CharterClient:
-    """Calls the API at `base_url`, with a bearer token when given one."""
+    """Calls the API at `base_url`, with a bearer token when given one; each call must
+    finish (its whole answer read) within `timeout` seconds."""
 
     def __init__(
         self,
@@ -75,11 +115,14 @@ class CharterClient:
         timeout: float = DEFAULT_TIMEOUT,
         http: httpx.Client | None = None,
     ) -> None:
+        if not timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds")
         self.base_url = base_url.rstrip("/")
         self.token = token
+        self.timeout = timeout
         # `http` lets tests hand in FastAPI's TestClient (an httpx.Client); its owner closes it.
         self._owns_http = http is None
-        self._http = http or httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._http = http or deadline.sync_client(self.base_url, timeout)
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> CharterClient:
@@ -176,13 +219,9 @@ class CharterClient:
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        try:
-            response = self._http.request(method, self.base_url + path, headers=headers, **kwargs)
-        except httpx.TransportError as exc:
-            raise ApiUnavailable(f"cannot reach the Charter API at {self.base_url}: {exc}") from exc
-        if response.status_code >= 400:
-            raise error_from_response(response)
-        return response
+        return send(
+            self._http, self.timeout, self.base_url, method, path, headers=headers, **kwargs
+        )
 
 
 def _segment(value: str) -> str:

@@ -22,7 +22,12 @@ from tests.integration.apikit import Harness, make_harness
 PLAN: dict[str, Any] = {
     "version": 1,
     "steps": [
-        {"id": "fetch", "actionId": "http.request", "input": {"url": "https://example.com"}},
+        {
+            "id": "fetch",
+            "actionId": "http.request",
+            "input": {"url": "https://example.com"},
+            "retry": {"on": ["http_5xx"]},
+        },
         {"id": "file", "actionId": "charter.submit", "input": {"action": "note"}},
     ],
 }
@@ -227,6 +232,7 @@ def test_plan_set_show_clear(cli: Cli, tmp_path: Path) -> None:
     table = cli.ok("automations", "plan", "show", automation_id)
     assert "http.request" in table
     assert "charter.submit" in table
+    assert "transport, http_5xx" in table  # what the step retries
     assert cli.json("automations", "plan", "show", automation_id)["steps"] == PLAN["steps"]
 
     invalid = tmp_path / "invalid.json"

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-import httpx
 import pytest
 
 from charter.automations.client import (
@@ -38,7 +37,12 @@ from tests.integration.apikit import Harness, make_harness
 PLAN: dict[str, Any] = {
     "version": 1,
     "steps": [
-        {"id": "fetch", "actionId": "http.request", "input": {"url": "https://example.com"}},
+        {
+            "id": "fetch",
+            "actionId": "http.request",
+            "input": {"url": "https://example.com"},
+            "retry": {"on": ["http_429", "http_5xx"]},
+        },
         {"id": "file", "actionId": "charter.submit", "input": {}},
     ],
     "limits": {"stepTimeoutSeconds": 2},
@@ -65,12 +69,11 @@ def api(h: Harness) -> AutomationsClient:
 
 
 def test_the_default_request_timeout_is_15_seconds() -> None:
+    # A deadline for the whole call (tests/unit/test_deadline.py drips at it).
     with AutomationsClient("http://127.0.0.1:9", "ch_x") as api:
-        assert api.timeout == httpx.Timeout(15.0)
-        assert api.timeout.read == 15.0
-        assert api.timeout.connect == 15.0
+        assert api.timeout == 15.0
     with AutomationsClient("http://127.0.0.1:9", "ch_x", timeout=2.5) as api:
-        assert api.timeout == httpx.Timeout(2.5)
+        assert api.timeout == 2.5
     with pytest.raises(ValueError, match="positive"):
         AutomationsClient("http://127.0.0.1:9", "ch_x", timeout=0)
 
@@ -250,7 +253,12 @@ def test_plans_and_runs(api: AutomationsClient) -> None:
     plan = api.set_plan(automation.id, PLAN)
     assert isinstance(plan, Plan)
     assert plan.steps == (
-        PlanStep("fetch", "http.request", {"url": "https://example.com"}),
+        PlanStep(
+            "fetch",
+            "http.request",
+            {"url": "https://example.com"},
+            {"on": ["http_429", "http_5xx"]},
+        ),
         PlanStep("file", "charter.submit", {}),
     )
     assert plan.limits == {"stepTimeoutSeconds": 2}
@@ -261,7 +269,7 @@ def test_plans_and_runs(api: AutomationsClient) -> None:
     assert isinstance(run, Run)
     assert (run.status, run.trigger_kind, run.target) == ("pending", "manual", "machine-1")
     assert run.input == {"reason": "manual"}
-    assert run.plan["steps"] == PLAN["steps"]
+    assert run.plan["steps"] == PLAN["steps"]  # `retry` included, as given
     assert run.started_at is None
 
     api.set_plan(automation.id, {"version": 1, "steps": [PLAN["steps"][1]]})
@@ -295,6 +303,13 @@ def test_errors_are_their_charter_error_subclasses(h: Harness, api: AutomationsC
     assert caught.value.context["problems"] == [
         "/version: must be 1",
         "/steps: must be a non-empty list",
+    ]
+    bad_retry = {**PLAN["steps"][0], "retry": {"on": ["http_5xx", "http_404"], "max": 3}}
+    with pytest.raises(InvalidPlan) as caught:
+        api.set_plan(automation.id, {"version": 1, "steps": [bad_retry]})
+    assert caught.value.context["problems"] == [
+        "/steps/0/retry: unknown keys ['max']",
+        "/steps/0/retry/on/1: unknown condition 'http_404' (known: http_5xx, http_429)",
     ]
     with pytest.raises(InvalidAutomation):
         api.create("", "t")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from charter import deadline
 from charter.automations.actions import (
     ActionCall,
     ActionCancelled,
@@ -21,18 +23,21 @@ from charter.automations.actions import (
     ActionTransient,
     CharterSubmitAction,
     HttpRequestAction,
+    TargetAnswered,
     UnknownActionHost,
     default_registry,
+    retry_after,
 )
 from charter.automations.executor import (
     ExecutorOptions,
     Outcome,
     RunExecutor,
     plan_from_snapshot,
+    service_unavailable,
     transient_failure,
 )
 from charter.automations.leases import idempotency_key
-from charter.automations.machine_client import ClaimedRun, MachineClient
+from charter.automations.machine_client import ClaimedRun, JournalEntry, MachineClient
 from charter.automations.plan import InvalidPlan
 from charter.client import ApiUnavailable, CharterClient
 from charter.core.config import Settings
@@ -461,7 +466,7 @@ async def test_axiom_27_transient_failures_fail_the_run_after_max_attempts(
     host = Host()
 
     async def down(call: ActionCall) -> JsonValue:
-        raise ActionTransient("HTTP 503 from the peer")
+        raise ActionTransient("the peer reset the connection")
 
     host.on(1, down)
     host.on(1, down)
@@ -553,6 +558,197 @@ async def test_a_stopping_machine_releases_the_run_between_steps(
     assert journal(harness.database, run_id)["one"].output == "done"
 
 
+# --- a target's answers: only a step's `retry.on` retries them (axiom 27) --------------
+
+
+@dataclass
+class Target:
+    """An HTTP target answering from a script, one answer per request (then 200)."""
+
+    answers: list[httpx.Response] = field(default_factory=list)
+    seen: list[httpx.Request] = field(default_factory=list)
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.seen.append(request)
+        return self.answers.pop(0) if self.answers else httpx.Response(200, json={"ok": True})
+
+    def keys(self) -> list[str]:
+        return [r.headers["Idempotency-Key"] for r in self.seen]
+
+
+def http_setup(harness: Harness, retry: JsonValue = None) -> tuple[Machine, str]:
+    """A run of one `http.request` step, opted in to `retry` when given."""
+    step: dict[str, JsonValue] = {
+        "id": "call",
+        "actionId": "http.request",
+        "input": {"url": "https://target.example/hook"},
+    }
+    if retry is not None:
+        step["retry"] = retry
+    return setup(harness, [step])
+
+
+def http_executor(harness: Harness, api: MachineClient, target: Target) -> RunExecutor:
+    registry = ActionRegistry(
+        {"http.request": HttpRequestAction(transport=httpx.MockTransport(target))}
+    )
+    options = ExecutorOptions(
+        now=harness.clock.now, retry_delay=lambda attempt: 7.0, max_retry_delay=600.0
+    )
+    return RunExecutor(api, registry, options)
+
+
+@pytest.mark.parametrize(
+    ("status", "retry"),
+    [
+        (503, None),
+        (500, None),
+        (429, None),
+        (429, {"on": ["http_5xx"]}),  # opted in to another condition
+        (503, {"on": ["http_429"]}),
+    ],
+)
+async def test_axiom_27_a_target_answering_5xx_or_429_fails_the_run_unless_opted_in(
+    harness: Harness, http: httpx.AsyncClient, status: int, retry: JsonValue
+) -> None:
+    machine, run_id = http_setup(harness, retry)
+    api = machine.client(http)
+    target = Target([httpx.Response(status, text="busy")])
+    assert await http_executor(harness, api, target).execute(await claim(api)) is Outcome.FAILED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "failed"
+    assert (
+        f"target_answered: GET https://target.example/hook answered HTTP {status}" in (row["error"])
+    )
+    assert len(target.seen) == 1
+
+
+@pytest.mark.parametrize(("status", "condition"), [(503, "http_5xx"), (429, "http_429")])
+async def test_a_step_opted_in_is_released_on_the_answer_and_later_completes(
+    harness: Harness, http: httpx.AsyncClient, status: int, condition: str
+) -> None:
+    machine, run_id = http_setup(harness, {"on": [condition]})
+    api = machine.client(http)
+    target = Target([httpx.Response(status, text="busy")])
+    runner = http_executor(harness, api, target)
+    assert await runner.execute(await claim(api)) is Outcome.RELEASED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "pending"
+    assert f"answered HTTP {status}" in row["error"]
+    retry_at = datetime.fromisoformat(row["retry_at"])
+    assert retry_at == harness.clock.now() + timedelta(seconds=7)  # the backoff
+    assert run_row(harness.database, run_id)["plan"]["steps"][0]["retry"] == {"on": [condition]}
+    fake(harness).set(retry_at)
+    assert await runner.execute(await claim(api)) is Outcome.COMPLETED
+    assert run_row(harness.database, run_id)["output"]["json"] == {"ok": True}
+    assert target.keys() == [idempotency_key(run_id, "call")] * 2
+
+
+@pytest.mark.parametrize(("retry_after", "seconds"), [("42", 42), ("86400", 600)])
+async def test_an_opted_in_retry_waits_for_the_answers_retry_after(
+    harness: Harness, http: httpx.AsyncClient, retry_after: str, seconds: int
+) -> None:
+    machine, run_id = http_setup(harness, {"on": ["http_429", "http_5xx"]})
+    api = machine.client(http)
+    busy = httpx.Response(429, headers={"Retry-After": retry_after})
+    assert (
+        await http_executor(harness, api, Target([busy])).execute(await claim(api))
+        is Outcome.RELEASED
+    )
+    retry_at = datetime.fromisoformat(run_row(harness.database, run_id)["retry_at"])
+    # Retry-After instead of the 7 s backoff, within the executor's 600 s cap.
+    assert retry_at == harness.clock.now() + timedelta(seconds=seconds)
+
+
+async def test_opted_in_answers_still_give_up_after_max_attempts(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = http_setup(harness, {"on": ["http_5xx"]})
+    api = machine.client(http)
+    target = Target([httpx.Response(503), httpx.Response(502)])
+    registry = ActionRegistry(
+        {"http.request": HttpRequestAction(transport=httpx.MockTransport(target))}
+    )
+    options = ExecutorOptions(now=harness.clock.now, max_attempts=2, retry_delay=lambda a: 0.0)
+    runner = RunExecutor(api, registry, options)
+    assert await runner.execute(await claim(api)) is Outcome.RELEASED
+    assert await runner.execute(await claim(api)) is Outcome.FAILED
+    assert "gave up after 2 attempt(s)" in run_row(harness.database, run_id)["error"]
+
+
+async def test_a_refused_connection_is_retried_without_opting_in(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # Nothing listens on the port any more: a real connection refused.
+    machine, run_id = setup(
+        harness,
+        [{"id": "call", "actionId": "http.request", "input": {"url": f"http://127.0.0.1:{port}/"}}],
+    )
+    api = machine.client(http)
+    runner = RunExecutor(
+        api,
+        ActionRegistry({"http.request": HttpRequestAction()}),
+        ExecutorOptions(now=harness.clock.now),
+    )
+    assert await runner.execute(await claim(api)) is Outcome.RELEASED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "pending"
+    assert "ConnectError" in row["error"]
+
+
+async def test_a_target_timing_out_is_retried_without_opting_in(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    def slow(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("no answer in time", request=request)
+
+    machine, run_id = http_setup(harness)
+    api = machine.client(http)
+    registry = ActionRegistry(
+        {"http.request": HttpRequestAction(transport=httpx.MockTransport(slow))}
+    )
+    runner = RunExecutor(api, registry, ExecutorOptions(now=harness.clock.now))
+    assert await runner.execute(await claim(api)) is Outcome.RELEASED
+    assert "ReadTimeout" in run_row(harness.database, run_id)["error"]
+
+
+async def test_the_service_answering_unavailable_releases_the_run(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, run_id = setup(harness)
+
+    class Flaky(MachineClient):
+        async def complete_step(
+            self, run_id: str, step_id: str, token: str, output: JsonValue
+        ) -> JournalEntry:
+            raise DatabaseUnavailable("the database cannot be reached")
+
+    api = Flaky(ORIGIN, machine.key, now=harness.clock.now, http=http)
+    assert await executor(harness, api, Host()).execute(await claim(api)) is Outcome.RELEASED
+    row = run_row(harness.database, run_id)
+    assert row["status"] == "pending"
+    assert "the service failed: database_unavailable" in row["error"]
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    def answer(status: int, **headers: str) -> httpx.Response:
+        return httpx.Response(status, headers=headers)
+
+    assert retry_after(answer(429, **{"Retry-After": "120"})) == 120.0
+    assert retry_after(answer(503, **{"Retry-After": "0"})) == 0.0
+    dated = {
+        "Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT",
+        "Date": "Wed, 21 Oct 2015 07:28:00 GMT",
+    }
+    assert retry_after(answer(503, **dated)) == 30.0
+    assert retry_after(answer(500, **{"Retry-After": "120"})) is None  # not a 429 or 503
+    assert retry_after(answer(429, **{"Retry-After": "soon"})) is None
+    assert retry_after(answer(429)) is None
+
+
 # --- transient_failure -----------------------------------------------------------------
 
 
@@ -566,11 +762,14 @@ async def test_a_stopping_machine_releases_the_run_between_steps(
         (httpx.ConnectError("c"), True),
         (httpx.ReadError("r"), True),
         (httpx.RemoteProtocolError("closed"), True),
-        (ActionTransient("5xx"), True),
-        (DatabaseUnavailable("down"), True),
-        (CharterError("HTTP 502: bad gateway", status=502), True),
-        (CharterError("HTTP 504", status=504), True),
-        (CharterError("HTTP 500", status=500), False),
+        (deadline.DeadlineExceeded("past 15 s"), True),
+        (ActionTransient("reset"), True),
+        (ApiUnavailable("cannot reach the Charter API"), True),
+        # Answers are never transport failures, whatever their status.
+        (TargetAnswered("HTTP 503", status=503), False),
+        (TargetAnswered("HTTP 429", status=429), False),
+        (DatabaseUnavailable("down"), False),
+        (CharterError("HTTP 502: bad gateway", status=502), False),
         (httpx.UnsupportedProtocol("ftp"), False),
         (httpx.InvalidURL("bad"), False),
         (httpx.TooManyRedirects("loop"), False),
@@ -587,6 +786,21 @@ def test_transient_failure_is_exactly_the_transport_kind(
     error: BaseException, transient: bool
 ) -> None:
     assert transient_failure(error) is transient
+
+
+@pytest.mark.parametrize(
+    ("error", "unavailable"),
+    [
+        (DatabaseUnavailable("down"), True),
+        (CharterError("HTTP 502: bad gateway", status=502), True),
+        (CharterError("HTTP 504", status=504), True),
+        (CharterError("HTTP 500", status=500), False),
+        (LeaseLost("gone"), False),
+        (httpx.ConnectError("refused"), False),
+    ],
+)
+def test_the_service_answering_it_is_unavailable(error: BaseException, unavailable: bool) -> None:
+    assert service_unavailable(error) is unavailable
 
 
 def test_api_unavailable_is_classified_by_its_transport_cause() -> None:
@@ -684,16 +898,24 @@ async def test_http_request_sends_the_idempotency_key_and_returns_json() -> None
 
 
 async def test_http_request_classifies_answers() -> None:
-    statuses = iter([503, 404, 200])
+    statuses = iter([503, 429, 404, 200])
 
     def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(next(statuses), text="plain")
+        status = next(statuses)
+        headers = {"Retry-After": "30"} if status == 503 else {}
+        return httpx.Response(status, text="plain", headers=headers)
 
     host = HttpRequestAction(transport=httpx.MockTransport(answer))
-    with pytest.raises(ActionTransient, match="503"):
+    with pytest.raises(TargetAnswered, match="answered HTTP 503") as unavailable:
         await host(call({"url": "http://api.example/"}))
-    with pytest.raises(ActionFailed, match="404"):
+    assert (unavailable.value.condition, unavailable.value.retry_after) == ("http_5xx", 30.0)
+    with pytest.raises(TargetAnswered, match="answered HTTP 429") as limited:
         await host(call({"url": "http://api.example/"}))
+    assert (limited.value.condition, limited.value.status) == ("http_429", 429)
+    with pytest.raises(TargetAnswered, match="404") as missing:
+        await host(call({"url": "http://api.example/"}))
+    assert isinstance(missing.value, ActionFailed)  # deterministic, whatever the plan says
+    assert (missing.value.condition, missing.value.retry_after) == (None, None)
     assert await host(call({"url": "http://api.example/"})) == {
         "status": 200,
         "headers": {"content-type": "text/plain; charset=utf-8"},
@@ -804,3 +1026,50 @@ async def test_charter_submit_refuses_bad_input(payload: JsonValue) -> None:
     host = CharterSubmitAction("http://127.0.0.1:9", None)
     with pytest.raises(ActionFailed):
         await host(ActionCall("charter.submit", payload, "k" * 64, asyncio.Event()))
+
+
+def submit_call(key_env: str) -> ActionCall:
+    payload: dict[str, JsonValue] = {
+        "process": "p-1",
+        "workflow": ERRANDS,
+        "action": "create",
+        "key_env": key_env,
+    }
+    return ActionCall("charter.submit", payload, "d" * 64, asyncio.Event())
+
+
+async def test_charter_submit_5xx_answers_follow_the_steps_retry_policy(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Charter API is charter.submit's target like any other: its 503
+    # database_unavailable is a target answer (retried only with `retry.on`), not transport.
+    monkeypatch.setenv("CHARTER_TEST_CLERK_SK", harness.keys["clerk"].hex())
+
+    def down(request: httpx.Request) -> httpx.Response:
+        body = {"error": {"code": "database_unavailable", "message": "the database is down"}}
+        return httpx.Response(503, json=body, headers={"Retry-After": "12"})
+
+    http_client = httpx.Client(transport=httpx.MockTransport(down))
+    host = CharterSubmitAction(
+        ORIGIN, "ch_x", client=lambda: CharterClient(ORIGIN, "ch_x", http=http_client)
+    )
+    with pytest.raises(TargetAnswered) as caught:
+        await host(submit_call("CHARTER_TEST_CLERK_SK"))
+    answered = caught.value
+    assert (answered.status, answered.condition, answered.retry_after) == (503, "http_5xx", 12.0)
+    assert "HTTP 503 database_unavailable: the database is down" in answered.message
+    assert isinstance(answered.__cause__, DatabaseUnavailable)
+    assert not transient_failure(answered)
+
+
+async def test_charter_submit_cannot_reach_its_api_is_a_transport_failure(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHARTER_TEST_CLERK_SK", harness.keys["clerk"].hex())
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    host = CharterSubmitAction(f"http://127.0.0.1:{port}", "ch_x")
+    with pytest.raises(ApiUnavailable) as caught:
+        await host(submit_call("CHARTER_TEST_CLERK_SK"))
+    assert transient_failure(caught.value)

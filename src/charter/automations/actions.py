@@ -6,26 +6,40 @@ event set when the machine lost its lease — and returning the step output (JSO
 executor looks hosts up in an `ActionRegistry` by action id and has no special case for
 any of them.
 
-A host says how it failed by what it raises: `ActionTransient` (or a transport error of
-httpx) may succeed later and releases the run for a retry; anything else — including
-`ActionFailed` — is deterministic and fails the run.
+A host says how it failed by what it raises (axiom 27: only transient transport failures
+retry):
+
+- a transport failure — an httpx timeout or network error, a peer closing mid-answer,
+  or `ActionTransient` for one the host detects itself — may pass: the run is released
+  for a retry;
+- `TargetAnswered(status=...)`: the target answered with an error status. It fails the
+  run unless the step's plan opts in with `"retry": {"on": ["http_5xx", "http_429"]}`
+  and the status meets one of them; then it is retried like a transport failure, no
+  sooner than the answer's `Retry-After`. Any host may raise it; the executor decides
+  from the status alone;
+- anything else — including `ActionFailed` — is deterministic and fails the run.
 
 Shipped hosts:
 
 - `http.request`: one HTTP request with httpx. Input `{"method", "url", "headers"?,
   "json"?, "timeout"?}`; the request carries `Idempotency-Key: <key>`. Output
-  `{"status", "headers", "json"}` (or `"text"` for a non-JSON body). A 5xx answer is
-  transient, a 4xx answer deterministic.
+  `{"status", "headers", "json"}` (or `"text"` for a non-JSON body). An answer of 400 or
+  more is `TargetAnswered`.
 - `charter.submit`: signs an event as an integration actor (`charter.core.envelope.sign`)
   and submits it to the Charter API, re-reading the head on `stale_prev`: the bridge from
   runs to governed events. Input `{"process", "workflow", "action", "input"?,
-  "key_file" | "key_env", "idempotent"?}`; output `{"hash", "seq", "state"}`.
+  "key_file" | "key_env", "idempotent"?}`; output `{"hash", "seq", "state"}`. The
+  Charter API is its target like any other: a 5xx or 429 answer (`database_unavailable`
+  is a 503) is `TargetAnswered`, the governed engine's refusals (4xx) keep their own
+  error class, and an API it cannot reach or that does not answer in time is a
+  transport failure (`ApiUnavailable`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import os
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -36,7 +50,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from charter.automations.plan import ACTION_ID
+from charter.automations.plan import ACTION_ID, answer_condition
 from charter.client import CharterClient
 from charter.core import ijson
 from charter.core.config import Settings
@@ -71,11 +85,59 @@ class ActionFailed(CharterError):
 
 
 class ActionTransient(CharterError):
-    """The action failed for a reason that may pass (a transport failure, a 5xx)."""
+    """The action's transport failed in a way that may pass (no answer, a dropped link)."""
 
     code = "action_transient"
     http_status = 503
     retryable = True
+
+
+class TargetAnswered(ActionFailed):
+    """The action's target answered with an error status.
+
+    Deterministic, unless the step's `retry.on` names the condition the status meets
+    (`condition`: `http_5xx`, `http_429`); `retry_after` is the answer's Retry-After in
+    seconds, when it gave one."""
+
+    code = "target_answered"
+
+    def __init__(self, message: str, *, status: int, retry_after: float | None = None) -> None:
+        super().__init__(message, status=status)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def condition(self) -> str | None:
+        return answer_condition(self.status)
+
+    @classmethod
+    def of(cls, message: str, response: httpx.Response) -> TargetAnswered:
+        """The error for an answer, with its status and Retry-After."""
+        return cls(message, status=response.status_code, retry_after=retry_after(response))
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """A 429 or 503 answer's `Retry-After` in seconds (delay-seconds or an HTTP-date);
+    None when absent, unreadable or on another status."""
+    value = response.headers.get("retry-after", "").strip()
+    if response.status_code not in (429, 503) or not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    when = _http_date(value)
+    if when is None:
+        return None
+    # Read against the answer's own Date, so a skewed clock on either side cannot matter.
+    sent = _http_date(response.headers.get("date", "")) or datetime.now(UTC)
+    return max(0.0, (when - sent).total_seconds())
+
+
+def _http_date(value: str) -> datetime | None:
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo is not None else None
 
 
 class ActionCancelled(CharterError):
@@ -214,11 +276,9 @@ class HttpRequestAction:
 
     def _output(self, method: str, url: str, response: httpx.Response) -> JsonValue:
         status = response.status_code
-        if status >= 500:
-            raise ActionTransient(f"{method} {url} answered HTTP {status}", status=status)
         if status >= 400:
             snippet = " ".join(response.text[:200].split())
-            raise ActionFailed(f"{method} {url} answered HTTP {status}: {snippet}", status=status)
+            raise TargetAnswered.of(f"{method} {url} answered HTTP {status}: {snippet}", response)
         kept: JsonObject = {k: response.headers[k] for k in _KEPT_HEADERS if k in response.headers}
         output: JsonObject = {"status": status, "headers": kept}
         content = response.content
@@ -271,7 +331,13 @@ class CharterSubmitAction:
         request = self._parse(call.payload)
         # The client is synchronous: run it in a thread; a cancelled call stops between
         # attempts, and the executor drops whatever a cancelled call returns.
-        return await asyncio.to_thread(self._submit, request, call)
+        try:
+            return await asyncio.to_thread(self._submit, request, call)
+        except CharterError as exc:
+            answered = _retryable_answer(exc)
+            if answered is None:
+                raise
+            raise answered from exc
 
     def _parse(self, payload: JsonValue) -> JsonObject:
         if not isinstance(payload, dict):
@@ -372,6 +438,19 @@ def _head_and_earlier(
                     "state": found.get("state"),
                 }
     return (head if isinstance(head, str) else None), None
+
+
+def _retryable_answer(error: CharterError) -> TargetAnswered | None:
+    """A 5xx or 429 answer of the Charter API as TargetAnswered, so the step's `retry.on`
+    decides; other answers (the governed engine's refusals) keep their own class."""
+    answer = error.__cause__
+    if not isinstance(answer, httpx.HTTPStatusError):
+        return None  # not an answer: ApiUnavailable (transport), or a local refusal
+    if answer_condition(answer.response.status_code) is None:
+        return None
+    status = answer.response.status_code
+    message = f"the Charter API answered HTTP {status} {error.code}: {error.message}"
+    return TargetAnswered.of(message, answer.response)
 
 
 def _result(accepted: JsonObject) -> JsonValue:

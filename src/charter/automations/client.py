@@ -6,8 +6,9 @@
         api.set_plan(automation.id, {"version": 1, "steps": [...]})
         run = api.trigger(automation.id, input={"why": "now"})
 
-Every call has a request timeout (15 s unless configured); a call that runs out of it
-raises `ApiTimeout`, one that cannot reach the API `ApiUnavailable`. Error responses
+Every call has a deadline for the whole of it — connect, send, wait and read the whole
+answer — 15 s unless configured (`charter.deadline`); a call that runs out of it raises
+`ApiTimeout`, one that cannot reach the API `ApiUnavailable`. Error responses
 are rebuilt as the CharterError subclass of their code (`NotFound`, `InvalidPlan`,
 `AutomationPaused`, ...) with their context, by `charter.client.error_from_response`.
 Return values are frozen dataclasses; each keeps the response object it came from in
@@ -25,9 +26,14 @@ from urllib.parse import quote
 
 import httpx
 
+from charter import deadline
 from charter.automations import control
 from charter.automations.control import UNSET, Unset
-from charter.client import ApiUnavailable, error_from_response
+
+# Re-exported: callers catch these from here.
+from charter.client import ApiTimeout as ApiTimeout
+from charter.client import ApiUnavailable as ApiUnavailable
+from charter.client import send
 from charter.core import ijson
 from charter.core.config import Settings
 from charter.core.errors import CharterError
@@ -35,12 +41,6 @@ from charter.core.jsontypes import JsonObject, JsonValue
 
 DEFAULT_TIMEOUT = 15.0
 T = TypeVar("T")
-
-
-class ApiTimeout(ApiUnavailable):
-    """The Charter API did not answer within the request timeout."""
-
-    code = "api_timeout"
 
 
 class UnexpectedResponse(CharterError):
@@ -145,6 +145,14 @@ class PlanStep:
     id: str
     action_id: str
     input: JsonValue
+    # `{"on": [...]}`: the target answers the step may retry (None: transport failures only).
+    retry: JsonValue = None
+
+    @property
+    def retry_on(self) -> tuple[str, ...]:
+        """The conditions of `retry.on` (`http_5xx`, `http_429`); () when not opted in."""
+        on = self.retry.get("on") if isinstance(self.retry, dict) else None
+        return tuple(str(c) for c in on) if isinstance(on, list) else ()
 
 
 @dataclass(frozen=True)
@@ -305,7 +313,8 @@ class Page(Generic[T]):
 
 class AutomationsClient:
     """Calls the control API at `base_url` (CHARTER_API_URL by default) with a bearer
-    token (CHARTER_TOKEN by default); each request may take `timeout` seconds."""
+    token (CHARTER_TOKEN by default); each call must finish (its whole answer read)
+    within `timeout` seconds."""
 
     def __init__(
         self,
@@ -324,14 +333,11 @@ class AutomationsClient:
             token = token if token is not None else settings.token
         self.base_url = base_url.rstrip("/")
         self.token = token
+        # The deadline of every call, in seconds.
+        self.timeout = timeout
         # `http` lets tests hand in FastAPI's TestClient (an httpx.Client); its owner closes it.
         self._owns_http = http is None
-        self._http = http or httpx.Client(base_url=self.base_url, timeout=timeout)
-
-    @property
-    def timeout(self) -> httpx.Timeout:
-        """The timeout every request runs under."""
-        return self._http.timeout
+        self._http = http or deadline.sync_client(self.base_url, timeout)
 
     def close(self) -> None:
         if self._owns_http:
@@ -559,18 +565,9 @@ class AutomationsClient:
             kwargs["params"] = params
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        try:
-            response = self._http.request(method, self.base_url + path, headers=headers, **kwargs)
-        except httpx.TimeoutException as exc:
-            seconds = _seconds(self._http.timeout)
-            raise ApiTimeout(
-                f"the Charter API at {self.base_url} did not answer {method} {path} "
-                f"within {seconds} s"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise ApiUnavailable(f"cannot reach the Charter API at {self.base_url}: {exc}") from exc
-        if response.status_code >= 400:
-            raise error_from_response(response)
+        response = send(
+            self._http, self.timeout, self.base_url, method, path, headers=headers, **kwargs
+        )
         if response.status_code == 204 or not response.content:
             return {}
         parsed = ijson.loads(response.content)
@@ -656,7 +653,9 @@ def _steps(raw: list[JsonValue]) -> tuple[PlanStep, ...]:
         if not isinstance(item, dict):
             raise UnexpectedResponse("a plan step in the response is not an object")
         r = _Reader(item, "plan step")
-        steps.append(PlanStep(r.text("id"), r.text("actionId"), item.get("input")))
+        steps.append(
+            PlanStep(r.text("id"), r.text("actionId"), item.get("input"), item.get("retry"))
+        )
     return tuple(steps)
 
 
@@ -670,8 +669,3 @@ def _segment(value: str) -> str:
 
 def _automation(automation_id: str, *rest: str) -> str:
     return "/".join(["/v1/automations", *(_segment(p) for p in (automation_id, *rest))])
-
-
-def _seconds(timeout: httpx.Timeout) -> str:
-    values = [t for t in (timeout.connect, timeout.read, timeout.write, timeout.pool) if t]
-    return f"{max(values):g}" if values else "?"

@@ -17,10 +17,16 @@ For a claimed run (second seed, axioms 20 and 24-27):
    crash point `machine.step_returned_before_journal` sits between the two). After the
    last step the run is completed with the last step's output.
 
-Failures: `transient_failure(error)` decides. A transient failure releases the run to a
-retry time `now + retry_delay(attempt)` (capped by `max_retry_delay`, and again by the
-service) keeping completed outputs, until `max_attempts` claims have been spent — then
-the run fails. Everything else is deterministic and fails the run with its message.
+Failures (axiom 27: only transient transport failures retry). A transport failure
+(`transient_failure`) — of an action, or between the machine and the service, which
+also counts the service answering that it is unavailable (`service_unavailable`) —
+releases the run to a retry time `now + retry_delay(attempt)` (capped by
+`max_retry_delay`, and again by the service) keeping completed outputs, until
+`max_attempts` claims have been spent — then the run fails. A step's target answering
+with an error status (`TargetAnswered`, whichever host raised it) fails the run, unless
+the step's `retry.on` names the condition the status meets (`http_5xx`, `http_429`):
+then it is released like a transport failure, at the answer's `Retry-After` when it
+gave one (within the same caps). Everything else is deterministic and fails the run.
 """
 
 from __future__ import annotations
@@ -37,10 +43,11 @@ from typing import Protocol
 
 import httpx
 
-from charter.automations.actions import ActionCall, ActionRegistry, ActionTransient
+from charter.automations.actions import ActionCall, ActionRegistry, ActionTransient, TargetAnswered
 from charter.automations.dpop import InvalidDpop
 from charter.automations.machine_client import ClaimedRun, JournalEntry
 from charter.automations.plan import InvalidPlan, Plan, Policy, Step, parse_plan, parse_policy
+from charter.client import ApiUnavailable
 from charter.core.crashpoints import STEP_RETURNED_BEFORE_JOURNAL, crash_point
 from charter.core.errors import CharterError, LeaseLost
 from charter.core.ijson import check_value
@@ -50,34 +57,47 @@ log = logging.getLogger("charter.machine")
 
 # Service answers that mean "try again later": a proxy or the service itself is down.
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
-# Transport failures that may pass: timeouts (connect, read, write, pool), network
-# errors (connect, read, write, close) and a peer closing mid-response. Not transient:
-# an unsupported scheme, an invalid URL, a proxy misconfiguration, too many redirects.
+# Transport failures that may pass: timeouts (connect, read, write, pool, and a call's
+# whole deadline), network errors (connect, read, write, close) and a peer closing
+# mid-response. Not transient: an unsupported scheme, an invalid URL, a proxy
+# misconfiguration, too many redirects.
 TRANSIENT_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 _SNAPSHOT_KEYS = frozenset({"version", "steps", "allowlist", "limits"})
 
 
 def transient_failure(error: BaseException) -> bool:
-    """Whether a failure may pass by itself, so the run is retried rather than failed.
+    """Whether a failure is a transient transport failure, which may pass by itself.
 
-    Transient, exactly: an httpx timeout, network error or remote protocol error
-    (`TRANSIENT_TRANSPORT`); an `ActionTransient` raised by an action host (for
-    `http.request`, a 5xx answer); a Charter error answered with status 502, 503 or 504
-    (the service or the Charter API a host calls is unavailable, e.g.
-    `database_unavailable`), and a Charter error whose cause is a transient transport
-    failure (`ApiUnavailable`). Everything else — 4xx answers, authorization failures,
-    invalid input, missing actions, bugs — is deterministic.
+    Exactly: an httpx timeout, network error or remote protocol error
+    (`TRANSIENT_TRANSPORT`); an action host's `ActionTransient`; a Charter client's
+    `ApiUnavailable` (or `ApiTimeout`), classified by its transport cause when it has
+    one. An answer is never a transport failure, whatever its status: a step's target
+    answering 5xx or 429 is `TargetAnswered`, retried only when the step opts in, and
+    the service answering 502/503/504 is `service_unavailable`.
     """
-    if isinstance(error, (*TRANSIENT_TRANSPORT, ActionTransient)):
-        return True
-    if isinstance(error, CharterError):
-        if isinstance(error.__cause__, httpx.HTTPError):
-            return transient_failure(error.__cause__)
-        status = error.context.get("status")
-        if not isinstance(status, int) or isinstance(status, bool):
-            status = error.http_status
-        return status in TRANSIENT_STATUSES
-    return False
+    if isinstance(error, CharterError) and isinstance(error.__cause__, httpx.TransportError):
+        return transient_failure(error.__cause__)
+    return isinstance(error, (*TRANSIENT_TRANSPORT, ActionTransient, ApiUnavailable))
+
+
+def service_unavailable(error: BaseException) -> bool:
+    """Whether the Charter service answered the machine that it is unavailable: 502, 503
+    or 504 (a proxy or the service is down, e.g. `database_unavailable`). Between the
+    machine and the service this is transport, released like a transport failure; it
+    applies to the machine API's answers only, never to an action's."""
+    if not isinstance(error, CharterError):
+        return False
+    answer = error.__cause__
+    if isinstance(answer, httpx.HTTPStatusError):
+        return answer.response.status_code in TRANSIENT_STATUSES
+    status = error.context.get("status")
+    if not isinstance(status, int) or isinstance(status, bool):
+        status = error.http_status
+    return status in TRANSIENT_STATUSES
+
+
+def _service_transient(error: BaseException) -> bool:
+    return transient_failure(error) or service_unavailable(error)
 
 
 def default_retry_delay(attempt: int) -> float:
@@ -176,7 +196,7 @@ class RunExecutor:
             try:
                 claimed = await self.api.claim()
             except Exception as exc:
-                if not transient_failure(exc):
+                if not _service_transient(exc):
                     raise
                 log.warning("claim failed (%s); retrying in %.1f s", _describe(exc), idle)
                 claimed = None
@@ -307,6 +327,9 @@ class RunExecutor:
         message = f"step {step.id!r} ({step.action_id}): {_describe(error)}"
         if transient_failure(error):
             return await self._release(claimed, message)
+        if isinstance(error, TargetAnswered) and step.retries(error.condition):
+            # The plan opted this step in to retrying such answers (`retry.on`).
+            return await self._release(claimed, message, delay=error.retry_after)
         return await self._fail(claimed, message)
 
     async def _service_failed(self, claimed: ClaimedRun, error: Exception) -> Outcome:
@@ -314,21 +337,30 @@ class RunExecutor:
         if isinstance(error, LeaseLost):
             log.warning("run %s: %s; not advancing", claimed.run_id, error.message)
             return Outcome.LOST
-        if transient_failure(error):
+        if _service_transient(error):
             return await self._release(claimed, f"the service failed: {_describe(error)}")
         if isinstance(error, InvalidDpop):
             log.error("run %s: the service refused this machine: %s", claimed.run_id, error)
             return Outcome.ABANDONED
         return await self._fail(claimed, f"the service refused a step: {_describe(error)}")
 
-    async def _release(self, claimed: ClaimedRun, message: str, *, retry: bool = True) -> Outcome:
+    async def _release(
+        self,
+        claimed: ClaimedRun,
+        message: str,
+        *,
+        retry: bool = True,
+        delay: float | None = None,
+    ) -> Outcome:
+        """Return the run to the queue: at once (`retry=False`: the machine is stopping),
+        after `delay` seconds (a target's Retry-After) or after the backoff."""
         if retry and claimed.attempts >= self.options.max_attempts:
             return await self._fail(
                 claimed, f"gave up after {claimed.attempts} attempt(s): {message}"
             )
         retry_at = self.options.now()
         if retry:
-            retry_at += timedelta(seconds=self._delay(claimed.attempts))
+            retry_at += timedelta(seconds=self._delay(claimed.attempts, delay))
         try:
             await self.api.release_run(claimed.run_id, claimed.token, message, retry_at)
         except LeaseLost:
@@ -339,8 +371,8 @@ class RunExecutor:
         log.info("run %s released until %s: %s", claimed.run_id, retry_at.isoformat(), message)
         return Outcome.RELEASED
 
-    def _delay(self, attempt: int) -> float:
-        delay = self.options.retry_delay(attempt)
+    def _delay(self, attempt: int, asked: float | None = None) -> float:
+        delay = self.options.retry_delay(attempt) if asked is None else asked
         if not isinstance(delay, int | float) or not math.isfinite(delay):
             return self.options.max_retry_delay
         return min(max(0.0, float(delay)), self.options.max_retry_delay)

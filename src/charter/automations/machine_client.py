@@ -2,7 +2,9 @@
 
 Error responses become the CharterError of their code (`lease_lost` is `LeaseLost`,
 `invalid_dpop` is `InvalidDpop`, ...); transport failures are raised as httpx's own
-exceptions, so `executor.transient_failure` can tell a timeout from a refusal.
+exceptions, so `executor.transient_failure` can tell a timeout from a refusal. Every
+call must finish, its whole answer read, within `timeout` seconds (15 s by default);
+past it the call raises `charter.deadline.DeadlineExceeded`, an httpx timeout.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from urllib.parse import quote
 import httpx
 
 # leases also defines the journal's error codes, so error_from_response knows them.
+from charter import deadline
 from charter.automations import leases
 from charter.automations.dpop import make_proof, public_jwk
-from charter.client import DEFAULT_TIMEOUT, error_from_response
+from charter.client import DEFAULT_TIMEOUT, raise_for_answer, send
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import CharterError
@@ -100,6 +103,7 @@ class MachineClient:
         self.base_url = base_url.rstrip("/")
         self.key = key
         self.lease_seconds = lease_seconds
+        self.timeout = timeout  # the deadline of every call, in seconds
         self._now = now or (lambda: datetime.now(UTC))
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout)
@@ -194,11 +198,15 @@ class MachineClient:
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
-        response = await self._http.request(
-            method, self.base_url + path, headers=headers, content=_encode(body)
+        response = await deadline.arequest(
+            self._http,
+            self.timeout,
+            method,
+            self.base_url + path,
+            headers=headers,
+            content=_encode(body),
         )
-        if response.status_code >= 400:
-            raise error_from_response(response)
+        raise_for_answer(response)
         return response
 
 
@@ -218,20 +226,21 @@ def register_machine(
         body["id"] = machine_id
     if principal is not None:
         body["principal"] = principal
-    client = http or httpx.Client(timeout=DEFAULT_TIMEOUT)
+    base_url = api_url.rstrip("/")
+    client = http or deadline.sync_client(base_url, DEFAULT_TIMEOUT)
     try:
-        response = client.post(
-            api_url.rstrip("/") + "/v1/machines",
+        response = send(
+            client,
+            DEFAULT_TIMEOUT,
+            base_url,
+            "POST",
+            "/v1/machines",
             content=_encode(body),
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         )
-    except httpx.TransportError as exc:
-        raise CharterError(f"cannot reach the Charter API at {api_url}: {exc}") from exc
     finally:
         if http is None:
             client.close()
-    if response.status_code >= 400:
-        raise error_from_response(response)
     return _object(ijson.loads(response.content))
 
 

@@ -1,8 +1,12 @@
-"""Automation plans: `{"version": 1, "steps": [{"id", "actionId", "input"}, ...]}`.
+"""Automation plans: `{"version": 1, "steps": [{"id", "actionId", "input", "retry"?}, ...]}`.
 
 A plan is a small declarative sequence of one or more tool actions (second seed, axiom
 21) with unique step ids (axiom 26). It is validated when set on an automation and
 again by the executor on the snapshot a run carries: an invalid plan fails the run.
+
+Only transient transport failures retry (axiom 27). An error status answered by a
+step's target fails the run unless the step opts in with `"retry": {"on": [...]}`,
+naming the answers it may retry: `http_5xx` (500 to 599) and `http_429`.
 """
 
 from __future__ import annotations
@@ -27,7 +31,18 @@ _PLAN_KEYS = {"version", "steps"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Not `now`: a retried step must get the same input as its first attempt.
 TEMPLATE_ROOTS = frozenset({"input", "steps"})
-_STEP_KEYS = {"id", "actionId", "input"}
+_STEP_KEYS = {"id", "actionId", "input", "retry"}
+# The target answers a step may opt in to retrying, in the order documented.
+RETRY_CONDITIONS = ("http_5xx", "http_429")
+
+
+def answer_condition(status: int) -> str | None:
+    """The retry condition an answer with this HTTP status meets (None: none)."""
+    if status == 429:
+        return "http_429"
+    if 500 <= status <= 599:
+        return "http_5xx"
+    return None
 
 
 class InvalidPlan(CharterError):
@@ -44,9 +59,18 @@ class Step:
     input: JsonValue
     # Compiled by parse_plan; a Step built by hand compiles its input on first use.
     template: Template | None = field(default=None, compare=False, repr=False)
+    # `retry.on` as given (empty: the step retries transport failures only).
+    retry_on: tuple[str, ...] = ()
 
     def to_json(self) -> JsonObject:
-        return {"id": self.id, "actionId": self.action_id, "input": self.input}
+        step: JsonObject = {"id": self.id, "actionId": self.action_id, "input": self.input}
+        if self.retry_on:
+            step["retry"] = {"on": list(self.retry_on)}
+        return step
+
+    def retries(self, condition: str | None) -> bool:
+        """Whether the step opted in to retrying a target answer meeting `condition`."""
+        return condition is not None and condition in self.retry_on
 
     def render_input(self, run_input: JsonValue, outputs: Mapping[str, JsonValue]) -> JsonValue:
         """The step's input with `{{ input.… }}` (the run's input: a webhook delivery, a
@@ -131,10 +155,37 @@ def _step(raw: JsonValue, pointer: str, problems: list[str]) -> Step | None:
                     problems.append(
                         f"{pointer}/input: {{{{ {name} }}}} reads neither input nor steps"
                     )
+    retry_on = _retry(raw["retry"], f"{pointer}/retry", problems) if "retry" in raw else ()
     if len(problems) > before or not isinstance(step_id, str) or not isinstance(action_id, str):
         return None
     assert template is not None
-    return Step(step_id, action_id, raw["input"], template)
+    return Step(step_id, action_id, raw["input"], template, retry_on)
+
+
+def _retry(raw: JsonValue, pointer: str, problems: list[str]) -> tuple[str, ...]:
+    """`{"on": [condition, ...]}`: exactly `on`, a non-empty list of unique known ones."""
+    if not isinstance(raw, dict):
+        problems.append(f'{pointer}: must be an object like {{"on": ["http_5xx"]}}')
+        return ()
+    unknown = sorted(set(raw) - {"on"})
+    if unknown:
+        problems.append(f"{pointer}: unknown keys {unknown}")
+    conditions = raw.get("on")
+    if not isinstance(conditions, list) or not conditions:
+        problems.append(f"{pointer}/on: must be a non-empty list of {list(RETRY_CONDITIONS)}")
+        return ()
+    seen: list[str] = []
+    for index, condition in enumerate(conditions):
+        if not isinstance(condition, str) or condition not in RETRY_CONDITIONS:
+            problems.append(
+                f"{pointer}/on/{index}: unknown condition {condition!r} "
+                f"(known: {', '.join(RETRY_CONDITIONS)})"
+            )
+        elif condition in seen:
+            problems.append(f"{pointer}/on/{index}: duplicate condition {condition!r}")
+        else:
+            seen.append(condition)
+    return tuple(seen)
 
 
 MAX_STEP_TIMEOUT_SECONDS = 24 * 3600

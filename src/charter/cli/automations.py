@@ -392,9 +392,17 @@ def _detail_panel(detail: AutomationDetail) -> Panel:
 
 
 def _plan_table(plan: Plan) -> Table:
-    table = Table("#", "step", "action", "input", title=f"plan v{plan.version}")
+    table = Table("#", "step", "action", "input", "retries", title=f"plan v{plan.version}")
     for index, step in enumerate(plan.steps):
-        table.add_row(str(index), Text(step.id), Text(step.action_id), Text(_compact(step.input)))
+        # Transport failures always retry; `retry.on` adds the target answers named.
+        retries = ", ".join(["transport", *step.retry_on])
+        table.add_row(
+            str(index),
+            Text(step.id),
+            Text(step.action_id),
+            Text(_compact(step.input)),
+            Text(retries),
+        )
     return table
 
 
