@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from charter.api.app import create_app
 from charter.auth.tokens import create_token
-from charter.automation.firing import Outcome
+from charter.automation.outcomes import Outcome
 from charter.cli.main import app as cli
 from charter.core import ijson
 from charter.core.config import Settings

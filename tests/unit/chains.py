@@ -274,6 +274,7 @@ class Chain:
             created_by_actor=cause.actor,
             created_at=parse_rfc3339(AT),
             attempts=0,
+            occurrence_attempts=0,
             claimed_by=WORKER,
             lease_expires_at=None,
             lease_token=None,
@@ -300,6 +301,8 @@ class Chain:
             claimed_by=WORKER,
             lease_expires_at=None,
             lease_token=None,
+            cascade_depth=0,
+            cascade_origin_event_hash=None,
         )
 
     def fire(

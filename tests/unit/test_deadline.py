@@ -60,27 +60,35 @@ class DripServer:
 
     def _answer(self, connection: socket.socket) -> None:
         with connection:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                chunk = connection.recv(65536)
-                if not chunk:
-                    return
-                request += chunk
-            if self.mode == "steady":
-                connection.sendall(HEAD.replace(b"1000000", b"3"))
-                drip: Iterator[bytes] = iter([b"{", b"}", b" "])
-            elif self.mode == "body":
-                connection.sendall(HEAD)
-                drip = iter(lambda: b" ", None)
-            else:
-                drip = iter(bytes([b]) for b in HEAD[:-4] + b"X-Drip: " + b"a" * 100_000)
-            try:
-                for byte in drip:
-                    if self.stop.wait(DRIP):
-                        return
-                    connection.sendall(byte)
-            except OSError:
-                return  # the client gave up and closed the connection
+            # A steady server keeps the connection alive for the next request, as a
+            # client that reuses its connections expects; the others answer once.
+            while self._answer_one(connection) and self.mode == "steady":
+                pass
+
+    def _answer_one(self, connection: socket.socket) -> bool:
+        """Answer one request; False when the connection is done."""
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return False
+            request += chunk
+        if self.mode == "steady":
+            connection.sendall(HEAD.replace(b"1000000", b"3"))
+            drip: Iterator[bytes] = iter([b"{", b"}", b" "])
+        elif self.mode == "body":
+            connection.sendall(HEAD)
+            drip = iter(lambda: b" ", None)
+        else:
+            drip = iter(bytes([b]) for b in HEAD[:-4] + b"X-Drip: " + b"a" * 100_000)
+        try:
+            for byte in drip:
+                if self.stop.wait(DRIP):
+                    return False
+                connection.sendall(byte)
+        except OSError:
+            return False  # the client gave up and closed the connection
+        return True
 
 
 @pytest.fixture(params=["body", "head"])
