@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+from starlette.types import Scope
 
 from charter import __version__
 from charter.api import (
@@ -22,6 +24,7 @@ from charter.api.metrics import RequestMetrics
 from charter.api.state import Services
 from charter.core.clock import Clock
 from charter.core.config import Settings
+from charter.core.errors import TooLarge
 from charter.db.database import Database
 from charter.engine.process_event import Engine, Reads
 
@@ -43,8 +46,17 @@ def create_app(
     )
     app.state.charter = Services(database, engine, Reads(database), settings)
     install_error_handlers(app)
+
+    async def record_refused_event(scope: Scope, exc: TooLarge) -> None:
+        # The limit decides before routing; this only keeps DESIGN §5's rule that every
+        # rejected event submission is in system_log, even one refused unread.
+        if scope.get("method") == "POST" and scope.get("path") == "/v1/events":
+            await run_in_threadpool(engine.record_rejection, exc)
+
     # Added last = outermost: metrics see the final status, including 413s.
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_bytes, on_refused=record_refused_event
+    )
     app.add_middleware(RequestMetrics)
     for module in (
         routes_ops,

@@ -9,8 +9,8 @@ signature (not a bearer token) is the authority. Responses:
 - 400: routing headers missing or invalid, body not strict JSON, no source.
 - 401: Standard Webhooks headers missing or malformed, timestamp outside ±5 minutes, or
   no matching trigger's secret verifies the signature; nothing is created.
-- 413: body over the limit (the app's BodyLimit counts the bytes, with or without a
-  Content-Length).
+- 413: body over the limit, decided by the app's BodyLimit before this route (or its
+  routing headers) is looked at, with or without a Content-Length.
 - any other 4xx raised inside passes through with its message (the seed's rule);
   anything else is a 500 with one generic message, the cause only in the log.
 """
