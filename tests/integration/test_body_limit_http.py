@@ -55,6 +55,7 @@ def assert_too_large(response: httpx.Response) -> None:
     assert body["error"]["code"] == "too_large"
     assert isinstance(body["error"]["message"], str)
     assert body["error"]["message"]
+    assert response.headers["x-request-id"]  # answered by middleware, still traceable
 
 
 @pytest.mark.parametrize("case", sorted(REQUESTS))

@@ -21,7 +21,9 @@ from charter.api import (
 from charter.api.errors import install_error_handlers
 from charter.api.limits import BodyLimit
 from charter.api.metrics import RequestMetrics
+from charter.api.request_id import RequestId
 from charter.api.state import Services
+from charter.api.urls import RefuseNulInUrl
 from charter.core.clock import Clock
 from charter.core.config import Settings
 from charter.core.errors import TooLarge
@@ -53,11 +55,15 @@ def create_app(
         if scope.get("method") == "POST" and scope.get("path") == "/v1/events":
             await run_in_threadpool(engine.record_rejection, exc)
 
-    # Added last = outermost: metrics see the final status, including 413s.
+    # Added last = outermost. The body limit comes before anything that looks at the
+    # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
+    # response, even those answered by middleware, carries the request id.
+    app.add_middleware(RefuseNulInUrl)
     app.add_middleware(
         BodyLimit, max_bytes=settings.max_body_bytes, on_refused=record_refused_event
     )
     app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestId)
     for module in (
         routes_ops,
         routes_events,

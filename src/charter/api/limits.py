@@ -14,11 +14,11 @@ A body that fits is handed to the app whole, as one message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from charter.api.errors import send_error
 from charter.core.errors import TooLarge
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -69,20 +69,8 @@ class BodyLimit:
     async def _refuse(self, scope: Scope, send: Send, exc: TooLarge) -> None:
         if self.on_refused is not None:
             await self.on_refused(scope, exc)
-        payload = json.dumps({"error": exc.to_dict()}).encode("utf-8")
-        await send(
-            {
-                "type": "http.response.start",
-                "status": exc.http_status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode("ascii")),
-                    # Whatever of the body was not drained is still on the wire.
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        # Whatever of the body was not drained is still on the wire: close after answering.
+        await send_error(send, exc, [(b"connection", b"close")])
 
 
 def _exempt(scope: Scope) -> bool:
