@@ -15,6 +15,7 @@ from charter.cli import (
     machine,
     processes,
     runs,
+    serve,
     submit,
     tokens,
     up,
@@ -40,6 +41,7 @@ app.add_typer(automations.app, name="automations")
 app.add_typer(runs.app, name="runs")
 app.add_typer(machine.app, name="machine")
 app.command("up")(up.up)
+app.command("serve")(serve.serve)
 app.command("verify")(verify.verify)
 app.command("export")(verify.export)
 app.command("worker")(worker.worker)
