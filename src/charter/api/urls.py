@@ -31,11 +31,9 @@ class RefuseNulInUrl:
 
 
 def _nul_in(scope: Scope) -> str | None:
-    raw_path = scope.get("raw_path")
-    path = str(scope.get("path", ""))
-    if "\x00" in path or (isinstance(raw_path, bytes) and b"%00" in raw_path):
+    if "\x00" in str(scope.get("path", "")):  # the path as decoded: %00 is NUL here
         return "path"
-    query = scope.get("query_string", b"")
+    query = scope.get("query_string", b"")  # still percent-encoded
     if isinstance(query, bytes) and (b"%00" in query or b"\x00" in query):
         return "query"
     return None
