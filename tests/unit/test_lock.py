@@ -18,6 +18,7 @@ PIN = re.compile(r"([A-Za-z0-9._-]+)==([A-Za-z0-9.!+_-]+)")
 
 
 def _pins() -> dict[str, str]:
+    """Normalized name → pinned version."""
     pins: dict[str, str] = {}
     for number, line in enumerate(LOCK.read_text().splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
@@ -70,7 +71,9 @@ def test_the_makefile_installs_with_the_lock_and_reinstalls_when_it_changes() ->
 
 def test_this_environment_was_installed_from_the_lock() -> None:
     """What `make` installed is what the lock says (a stale .venv is rebuilt by `make`)."""
-    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    installed: dict[str, str] = {
+        canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()
+    }
     drifted = {
         name: (installed[name], pinned)
         for name, pinned in _pins().items()
