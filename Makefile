@@ -3,15 +3,38 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Exact versions of everything `.[dev]` installs, of pip and of the build backend
+# (setuptools, wheel). pyproject.toml keeps the ranges a library user gets; this file pins
+# what `make run`/`make test` and CI install, so a new release of a dependency changes
+# nothing here until `make lock` is run.
+LOCK := constraints.txt
+LOCK_VENV := .lock-venv
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench clean lock
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit("Charter needs Python 3.11+") if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --upgrade -c $(LOCK) pip setuptools wheel
+	@# No build isolation: the build backend is the pinned setuptools above, not the
+	@# newest one an isolated build would fetch.
+	$(BIN)/python -m pip install --quiet --no-build-isolation -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
+
+## lock: resolve pyproject.toml's ranges afresh in a clean venv and pin the result in constraints.txt
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(LOCK_VENV)/bin/python -m pip install --quiet --no-build-isolation '.[dev]'
+	{ echo '# Pinned by `make lock` (a fresh venv, pip install .[dev], pip freeze --all).'; \
+	  echo '# Edit the ranges in pyproject.toml, never this file; `make` installs with -c it.'; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude charter; } > $(LOCK).tmp
+	@# A lock must hold name==version only: no URLs or paths of the machine that made it.
+	@if grep -nvE '^(#|[A-Za-z0-9._-]+(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.!+_-]+$$)' $(LOCK).tmp; then \
+		echo 'make lock: the lines above are not name==version pins' >&2; rm -f $(LOCK).tmp; exit 1; fi
+	mv $(LOCK).tmp $(LOCK)
+	rm -rf $(LOCK_VENV)
 
 ## run: start Charter on its embedded PostgreSQL with the live automation demo
 run: $(STAMP)
@@ -36,4 +59,4 @@ bench: $(STAMP)
 		$(BIN)/python bench/$$script.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LOCK_VENV) .mypy_cache .pytest_cache .ruff_cache

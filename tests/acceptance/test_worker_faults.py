@@ -450,5 +450,7 @@ def test_the_worker_refuses_to_start_when_the_automation_actor_is_not_registered
         result = run_charter("worker", env=env, timeout=60)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "error: the automation actor is not registered; `charter up` registers it on first start"
+        "error: the automation actor is not registered; `charter up` registers it on first "
+        "start, or register it with `charter actors add automation --key-file FILE "
+        "--role AUTOMATION`"
     ]

@@ -286,8 +286,13 @@ def test_an_unexpected_failure_is_a_generic_500(
     monkeypatch.setattr(routes_webhooks, "receive_event", broken)
     response = post(http, BODY, shop.headers())
     assert response.status_code == 500
+    rid = response.headers["x-request-id"]
     assert response.json() == {
-        "error": {"code": "internal", "message": "Automations service failed"}
+        "error": {
+            "code": "internal",
+            "message": f"Automations service failed (request id {rid})",
+            "request_id": rid,
+        }
     }
 
 
@@ -307,7 +312,8 @@ def test_server_side_charter_errors_are_the_same_generic_500(
     monkeypatch.setattr(routes_webhooks, "receive_event", broken)
     response = post(http, BODY, shop.headers())
     assert response.status_code == 500
-    assert error(response) == ("internal", "Automations service failed")
+    rid = response.headers["x-request-id"]
+    assert error(response) == ("internal", f"Automations service failed (request id {rid})")
 
 
 def test_client_errors_raised_inside_pass_through_with_their_message(

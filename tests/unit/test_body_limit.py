@@ -1,90 +1,163 @@
-"""The body limit counts bytes as they stream; Content-Length is only a hint."""
+"""The body limit decides before the app runs; Content-Length is only a hint."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterable
 
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from charter.api.limits import BodyLimit
+from charter.api.limits import DRAIN_BYTES, BodyLimit
 from charter.core.errors import TooLarge
 
 LIMIT = 1000
 
 
 class Reader:
-    """An ASGI app that reads the whole body, as a route does."""
+    """An ASGI app that reads the whole body, as a route does, and answers 200."""
 
     def __init__(self) -> None:
+        self.called = False
         self.body = b""
+        self.messages = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.called = True
         while True:
             message = await receive()
+            self.messages += 1
             self.body += message.get("body", b"")
             if not message.get("more_body", False):
-                return
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
 
 
-def _run(chunks: Iterable[bytes], content_length: int | None) -> tuple[Reader, list[Message]]:
-    pending = list(chunks)
-    delivered: list[Message] = []
+class Exchange:
+    """One request through BodyLimit: what the app saw and what the client got."""
 
-    async def receive() -> Message:
-        body = pending.pop(0) if pending else b""
-        message = {"type": "http.request", "body": body, "more_body": bool(pending)}
-        delivered.append(message)
-        return message
+    def __init__(
+        self,
+        chunks: Iterable[bytes],
+        content_length: int | None,
+        *,
+        method: str = "POST",
+        path: str = "/",
+    ) -> None:
+        self.pending = list(chunks)
+        self.received: list[int] = []
+        self.sent: list[Message] = []
+        self.refused: list[TooLarge] = []
+        self.app = Reader()
+        headers = (
+            [] if content_length is None else [(b"content-length", str(content_length).encode())]
+        )
+        scope: Scope = {"type": "http", "method": method, "path": path, "headers": headers}
 
-    async def send(_message: Message) -> None:
-        return None
+        async def receive() -> Message:
+            if not self.pending:  # the body is over: the next event is the client leaving
+                return {"type": "http.disconnect"}
+            body = self.pending.pop(0)
+            self.received.append(len(body))
+            return {"type": "http.request", "body": body, "more_body": bool(self.pending)}
 
-    headers = [] if content_length is None else [(b"content-length", str(content_length).encode())]
-    scope: Scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
-    app = Reader()
-    asyncio.run(BodyLimit(app, max_bytes=LIMIT)(scope, receive, send))
-    return app, delivered
+        async def send(message: Message) -> None:
+            self.sent.append(message)
+
+        async def on_refused(_scope: Scope, exc: TooLarge) -> None:
+            self.refused.append(exc)
+
+        asyncio.run(
+            BodyLimit(self.app, max_bytes=LIMIT, on_refused=on_refused)(scope, receive, send)
+        )
+
+    @property
+    def status(self) -> int:
+        return int(self.sent[0]["status"])
+
+    def error(self) -> dict[str, str]:
+        body = json.loads(self.sent[1]["body"])
+        assert set(body) == {"error"}
+        error: dict[str, str] = body["error"]
+        return error
 
 
 @pytest.mark.parametrize("content_length", [None, LIMIT])
-def test_a_body_at_the_limit_passes_in_any_number_of_chunks(content_length: int | None) -> None:
-    app, _ = _run([b"a" * 300, b"b" * 300, b"c" * 400], content_length)
-    assert len(app.body) == LIMIT
+def test_a_body_at_the_limit_reaches_the_app_whole_in_one_message(
+    content_length: int | None,
+) -> None:
+    exchange = Exchange([b"a" * 300, b"b" * 300, b"c" * 400], content_length)
+    assert exchange.status == 200
+    assert exchange.app.body == b"a" * 300 + b"b" * 300 + b"c" * 400
+    assert exchange.app.messages == 1
+    assert exchange.refused == []
 
 
 @pytest.mark.parametrize("content_length", [None, 10, LIMIT])
-def test_one_byte_over_is_refused_whatever_content_length_says(content_length: int | None) -> None:
-    with pytest.raises(TooLarge):
-        _run([b"a" * 600, b"b" * 401], content_length)
+def test_one_byte_over_is_413_whatever_content_length_says(content_length: int | None) -> None:
+    exchange = Exchange([b"a" * 600, b"b" * 401], content_length)
+    assert exchange.status == 413
+    assert exchange.error()["code"] == "too_large"
+    assert not exchange.app.called
+    assert len(exchange.refused) == 1
 
 
-def test_an_oversized_declared_length_is_refused_before_the_body_is_read() -> None:
-    with pytest.raises(TooLarge, match="declares 5000 bytes"):
-        _run([b"tiny"], 5000)
+def test_an_oversized_declared_length_is_refused_before_the_app_runs() -> None:
+    exchange = Exchange([b"tiny"], 5000)
+    assert exchange.status == 413
+    assert "declares 5000 bytes" in exchange.error()["message"]
+    assert not exchange.app.called
+
+
+@pytest.mark.parametrize(("method", "path"), [("POST", "/healthz"), ("GET", "/v1/processes")])
+def test_every_request_but_get_healthz_is_limited(method: str, path: str) -> None:
+    exchange = Exchange([b"a" * (LIMIT + 1)], None, method=method, path=path)
+    assert exchange.status == 413
+
+
+def test_get_healthz_is_exempt() -> None:
+    exchange = Exchange([b"a" * (LIMIT + 1)], None, method="GET", path="/healthz")
+    assert exchange.status == 200
+    assert exchange.app.called
 
 
 def test_the_rest_of_a_refused_body_is_drained_so_the_client_gets_the_answer() -> None:
-    received: list[int] = []
+    exchange = Exchange([b"a" * 600] * 4, None)
+    assert exchange.received == [600, 600, 600, 600]
+    assert exchange.status == 413
 
-    async def scenario() -> None:
-        pending = [b"a" * 600] * 4
+
+def test_draining_is_bounded() -> None:
+    piece = 64 * 1024
+    exchange = Exchange([b"a" * piece] * (2 * DRAIN_BYTES // piece), None)
+    assert exchange.status == 413
+    assert sum(exchange.received) <= DRAIN_BYTES + LIMIT + 2 * piece
+
+
+def test_a_client_that_leaves_mid_body_gets_no_answer_and_the_app_no_request() -> None:
+    async def scenario() -> tuple[list[Message], bool]:
+        sent: list[Message] = []
+        app = Reader()
+        messages: list[Message] = [
+            {"type": "http.request", "body": b"a" * 10, "more_body": True},
+            {"type": "http.disconnect"},
+        ]
 
         async def receive() -> Message:
-            body = pending.pop(0)
-            received.append(len(body))
-            return {"type": "http.request", "body": body, "more_body": bool(pending)}
+            return messages.pop(0)
 
-        async def send(_message: Message) -> None:
-            return None
+        async def send(message: Message) -> None:
+            sent.append(message)
 
         scope: Scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
-        with pytest.raises(TooLarge):
-            await BodyLimit(Reader(), max_bytes=LIMIT)(scope, receive, send)
+        await BodyLimit(app, max_bytes=LIMIT)(scope, receive, send)
+        return sent, app.called
 
-    asyncio.run(scenario())
-    assert received == [600, 600, 600, 600]
+    sent, called = asyncio.run(scenario())
+    assert sent == []
+    assert not called
 
 
 def test_other_scopes_pass_through() -> None:

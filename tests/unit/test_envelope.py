@@ -255,11 +255,21 @@ def test_submission_must_be_an_object(value: Any) -> None:
         (b'{"envelope": {"v": NaN}}', "NaN"),
         (b"\xff", "not UTF-8"),
         (b"[", "invalid JSON"),
+        (b'{"envelope": {"input": {"t": "a\\u0000"}}, "signature": ""}', "NUL"),
     ],
 )
 def test_parse_submission_rejects_non_ijson(raw: bytes, expected: str) -> None:
     with pytest.raises(Malformed, match=expected):
         parse_submission(raw)
+
+
+def test_an_envelope_cannot_carry_nul_so_nothing_signed_is_unstorable() -> None:
+    """PostgreSQL stores U+0000 in neither text nor jsonb: such an envelope is malformed
+    before it can be signed or submitted."""
+    envelope = _valid()
+    envelope["input"] = {"name": "a\x00b"}
+    with pytest.raises(Malformed, match=r"NUL \(U\+0000\)"):
+        Envelope.from_json(envelope)
 
 
 def test_tampered_submission_fails_verification() -> None:

@@ -13,8 +13,8 @@ from charter.core.jsontypes import JsonObject, JsonValue
 
 
 async def json_body(request: Request) -> JsonValue:
-    """The body as strict I-JSON; anything else is `malformed` (and past the BodyLimit
-    middleware's limit, `too_large`)."""
+    """The body as strict I-JSON; anything else is `malformed` (a body over the limit
+    never reaches a route: the BodyLimit middleware answers 413 first)."""
     return ijson.loads(await request.body())
 
 

@@ -3,10 +3,15 @@
 Charter errors carry their own status and code. FastAPI's request validation errors and
 Starlette's HTTP exceptions (unknown route, wrong method) and unexpected failures are
 mapped here too, so every error a client sees has the same shape.
+
+A 5xx body never carries the failure's own text (a database message, a host name, a
+connection string): only the error class's generic message and the request id, which
+the log line with the real cause also carries.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -14,7 +19,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import Send
 
+from charter.api.request_id import HEADER, request_id
 from charter.core.errors import CharterError, Malformed, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -28,22 +35,73 @@ _HTTP_CODES = {
     405: "method_not_allowed",
     413: "too_large",
 }
+GENERIC_MESSAGE = "internal server error"
 
 
-def error_response(exc: CharterError) -> JSONResponse:
-    """`{"error": {"code", "message", ...context}}` with the error's status."""
+def error_body(exc: CharterError, rid: str | None = None) -> dict[str, Any]:
+    """`{"error": {"code", "message", ...context}}`; for a 5xx, the generic form."""
+    if exc.http_status >= 500:
+        return _server_error_body(exc.code, generic_message(exc), rid)
+    return {"error": exc.to_dict()}
+
+
+def generic_message(exc: CharterError) -> str:
+    """The error class's own default message (its docstring), never the instance's."""
+    for cls in type(exc).__mro__:
+        doc = cls.__dict__.get("__doc__")
+        if isinstance(doc, str) and doc.strip():
+            return doc.strip().splitlines()[0]
+    return GENERIC_MESSAGE
+
+
+def _server_error_body(code: str, message: str, rid: str | None) -> dict[str, Any]:
+    if rid is None:
+        return {"error": {"code": code, "message": message}}
+    return {"error": {"code": code, "message": f"{message} (request id {rid})", "request_id": rid}}
+
+
+def error_response(exc: CharterError, rid: str | None = None) -> JSONResponse:
+    """The error as a response with its status."""
     headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
-    return JSONResponse({"error": exc.to_dict()}, status_code=exc.http_status, headers=headers)
+    return JSONResponse(error_body(exc, rid), status_code=exc.http_status, headers=headers)
 
 
-def _body(code: str, message: str, **context: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, **context}}
+async def send_error(
+    send: Send, exc: CharterError, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Answer a client error from ASGI middleware (before any route), in the same shape."""
+    payload = json.dumps(error_body(exc)).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": exc.http_status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode("ascii")),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    async def charter_error(_request: Request, exc: Exception) -> JSONResponse:
+    async def charter_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, CharterError)
-        return error_response(exc)
+        if exc.http_status < 500:
+            return error_response(exc)
+        rid = request_id(request.scope)
+        log.error(
+            "request %s: %s %s failed with %s: %s",
+            rid,
+            request.method,
+            request.url.path,
+            exc.code,
+            exc.message,
+            exc_info=exc,
+            extra={"action": "http.server_error", "request_id": rid},
+        )
+        return error_response(exc, rid)
 
     async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
         # Bodies are parsed by hand (strict I-JSON), so these come from path and query
@@ -58,16 +116,33 @@ def install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
         code = _HTTP_CODES.get(exc.status_code, "http_error")
+        if exc.status_code >= 500:
+            rid = request_id(request.scope)
+            log.error("request %s: %s %s failed: %s", rid, request.method, request.url.path, exc)
+            body = _server_error_body(code, GENERIC_MESSAGE, rid)
+            return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
         message = (
             f"no route {request.method} {request.url.path}"
             if exc.status_code == 404
             else str(exc.detail)
         )
-        return JSONResponse(_body(code, message), status_code=exc.status_code, headers=exc.headers)
+        body = {"error": {"code": code, "message": message}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return JSONResponse(_body("internal", "internal server error"), status_code=500)
+        # Starlette answers these from its outermost middleware, past RequestId's
+        # response hook: the header is set here.
+        rid = request_id(request.scope)
+        log.error(
+            "request %s: unhandled error on %s %s",
+            rid,
+            request.method,
+            request.url.path,
+            exc_info=exc,
+            extra={"action": "http.server_error", "request_id": rid},
+        )
+        body = _server_error_body("internal", GENERIC_MESSAGE, rid)
+        return JSONResponse(body, status_code=500, headers={HEADER: rid})
 
     app.add_exception_handler(CharterError, charter_error)
     app.add_exception_handler(RequestValidationError, validation_error)

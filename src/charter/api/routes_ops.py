@@ -6,32 +6,38 @@ process data (metrics are counts by error code and route template).
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from charter import __version__
+from charter.api.errors import error_body
+from charter.api.request_id import request_id
 from charter.api.state import Services, services
 from charter.core.errors import CharterError
 from charter.db.database import Role
 from charter.db.queries import query
 from charter.engine.metrics import REGISTRY
 
+log = logging.getLogger(__name__)
+
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/healthz")
-def healthz(context: Annotated[Services, Depends(services)]) -> JSONResponse:
+def healthz(request: Request, context: Annotated[Services, Depends(services)]) -> JSONResponse:
     """Liveness and readiness: the database answers and is migrated."""
     try:
         with context.database.connection(Role.READER) as conn, conn.transaction():
             row = conn.execute(query("health")).fetchone()
     except CharterError as exc:
-        return JSONResponse(
-            {"ok": False, "error": {"code": exc.code, "message": exc.message}}, status_code=503
-        )
+        # The cause (a host, a database message) goes to the log, never to the prober.
+        rid = request_id(request.scope)
+        log.warning("request %s: health check failed: %s", rid, exc.message)
+        return JSONResponse({"ok": False, **error_body(exc, rid)}, status_code=503)
     schema_version = row[0] if row else 0
     return JSONResponse({"ok": True, "version": __version__, "schema_version": schema_version})
 

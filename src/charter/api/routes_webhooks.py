@@ -9,10 +9,11 @@ signature (not a bearer token) is the authority. Responses:
 - 400: routing headers missing or invalid, body not strict JSON, no source.
 - 401: Standard Webhooks headers missing or malformed, timestamp outside ±5 minutes, or
   no matching trigger's secret verifies the signature; nothing is created.
-- 413: body over the limit (the app's BodyLimit counts the bytes, with or without a
-  Content-Length).
+- 413: body over the limit, decided by the app's BodyLimit before this route (or its
+  routing headers) is looked at, with or without a Content-Length.
 - any other 4xx raised inside passes through with its message (the seed's rule);
-  anything else is a 500 with one generic message, the cause only in the log.
+  anything else is a 500 with one generic message and the request id, the cause only
+  in the log.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from charter.api.request_id import request_id
 from charter.api.state import Services, services
 from charter.automations.admission import receive_event
 from charter.automations.ledger import RunRecord
@@ -92,10 +94,11 @@ async def receive_webhook(
     except CharterError as exc:
         if 400 <= exc.http_status < 500:
             raise
-        log.error("webhook admission failed: %s", exc.message, exc_info=exc)
+        rid = request_id(request.scope)
+        log.error("request %s: webhook admission failed: %s", rid, exc.message, exc_info=exc)
         raise AutomationsFailed() from None
     except Exception as exc:
-        log.error("webhook admission failed", exc_info=exc)
+        log.error("request %s: webhook admission failed", request_id(request.scope), exc_info=exc)
         raise AutomationsFailed() from None
     return JSONResponse({"runs": [str(run.id) for run in runs]}, status_code=202)
 

@@ -58,7 +58,9 @@ def verified_secret(settings: Settings, database: Database) -> SecretKey:
     registered = registered_public_key(database)
     if registered is None:
         raise AutomationKeyError(
-            "the automation actor is not registered; `charter up` registers it on first start"
+            "the automation actor is not registered; `charter up` registers it on first "
+            "start, or register it with `charter actors add automation --key-file FILE "
+            "--role AUTOMATION`"
         )
     if registered != secret.public_key_hex:
         raise AutomationKeyError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
@@ -14,6 +15,7 @@ from charter.cli import (
     machine,
     processes,
     runs,
+    serve,
     submit,
     tokens,
     up,
@@ -39,6 +41,7 @@ app.add_typer(automations.app, name="automations")
 app.add_typer(runs.app, name="runs")
 app.add_typer(machine.app, name="machine")
 app.command("up")(up.up)
+app.command("serve")(serve.serve)
 app.command("verify")(verify.verify)
 app.command("export")(verify.export)
 app.command("worker")(worker.worker)
@@ -47,26 +50,44 @@ app.command("show")(processes.show)
 app.command("history")(processes.history)
 
 
+def _click_exceptions() -> tuple[type[Exception], ...]:
+    """ClickException as typer really raises it. Recent typer vendors click as
+    `typer._click` (its exceptions no longer derive from click's); older typer raises
+    click's own. Whichever of the two is importable is caught."""
+    found: list[type[Exception]] = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        found.append(module.ClickException)
+    return tuple(found)
+
+
+_CLICK_EXCEPTIONS = _click_exceptions()
+
+
 def main() -> None:
-    """Run the CLI; a Charter error prints one clear line and exits non-zero."""
+    """Run the CLI; a Charter error prints one clear line and exits 1, a usage error
+    prints click's usage line and one `Error:` line and exits 2."""
     try:
-        # Without standalone mode click returns a typer.Exit code instead of exiting.
+        # Without standalone mode click returns a typer.Exit code instead of exiting, and
+        # raises usage errors instead of printing them: both are handled here.
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except CharterError as exc:
         print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
         sys.exit(1)
+    except _CLICK_EXCEPTIONS as exc:
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()  # usage line, "Try ... --help", "Error: ..." on stderr, as click does
+        else:
+            print(f"Error: {exc}", file=sys.stderr)
+        code = getattr(exc, "exit_code", 2)
+        sys.exit(code if isinstance(code, int) else 2)
     except (typer.Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

@@ -5,47 +5,46 @@ slow to import, and every other command would pay for them)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
-import os
 import signal
-import socket
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import uvicorn
 from rich.console import Console
 
-from charter.api.app import create_app
 from charter.auth.tokens import create_token
 from charter.automation.keys import ensure_automation_actor, key_file
-from charter.automation.worker import AutomationWorker
+from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
+from charter.cli.serving import api_server, check_port_free, public_settings
 from charter.core.config import Settings
 from charter.core.ed25519 import write_private_file
-from charter.core.errors import ConfigurationError
 from charter.db.database import Database, Role, connect
 from charter.db.embedded import database_url
 from charter.db.migrate import migrate
 from charter.engine.process_event import Engine
 
 
-def start(host: str, port: int, *, demo: bool, cron_interval: float) -> None:
+def start(
+    host: str,
+    port: int,
+    *,
+    demo: bool,
+    cron_interval: float,
+    worker_settings: WorkerSettings | None = None,
+) -> None:
     """Run everything until SIGINT/SIGTERM, then stop it all cleanly."""
     console = Console()
-    settings = Settings.from_env()
-    if not os.environ.get("CHARTER_API_URL"):
-        # The public origin is where we listen: machines' DPoP proofs are bound to it.
-        settings = replace(settings, api_url=f"http://{host}:{port}")
-    _check_port_free(host, port)
+    settings = public_settings(Settings.from_env(), host, port)
+    worker_settings = worker_settings or WorkerSettings()
+    check_port_free(host, port)
     with database_url(settings) as url:
         where = "CHARTER_DATABASE_URL" if settings.database_url else f"embedded, {settings.pgdata}"
         console.print(f"[bold]database[/]  ready ({where})")
         with connect(url) as conn:
             applied = migrate(conn)
         console.print(f"[bold]schema[/]    {len(applied)} migration(s) applied, up to date")
-        with Database(url, max_size=12) as database:
+        # The API's threads, the worker's concurrent firings, cron admission.
+        with Database(url, max_size=max(12, worker_settings.concurrency + 6)) as database:
             key = ensure_automation_actor(settings, database)
             secret_where = (
                 "AUTOMATION_ACTOR_SK" if settings.automation_secret_key else key_file(settings)
@@ -56,18 +55,14 @@ def start(host: str, port: int, *, demo: bool, cron_interval: float) -> None:
             token_path = _ensure_admin_token(settings, database)
             console.print(f"[bold]admin token[/] {token_path}")
             engine = Engine.from_settings(database, settings)
-            worker = AutomationWorker(database, url, key, engine=engine)
-            server = _QuietServer(
-                uvicorn.Config(
-                    create_app(database, engine=engine, settings=settings),
-                    host=host,
-                    port=port,
-                    log_level="warning",
-                )
-            )
+            worker = AutomationWorker(database, url, key, engine=engine, settings=worker_settings)
+            server = api_server(database, engine, settings, host, port)
             api_url = f"http://{host}:{port}"
             console.print(f"[bold]api[/]       {api_url}  (Ctrl-C stops everything)")
-            console.print(f"[bold]worker[/]    {worker.worker_id}")
+            console.print(
+                f"[bold]worker[/]    {worker.worker_id} (lease {worker_settings.lease_seconds} s,"
+                f" {worker_settings.concurrency} at once)"
+            )
             crons = CronAdmission(database, interval=cron_interval)
             console.print(f"[bold]cron[/]      admission every {cron_interval:g} s")
             demo_url = api_url if demo else None
@@ -83,14 +78,6 @@ def start(host: str, port: int, *, demo: bool, cron_interval: float) -> None:
                 )
             )
     console.print("stopped cleanly")
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handling: `charter up` stops API and worker together."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 async def _serve(
@@ -147,15 +134,3 @@ def _ensure_admin_token(settings: Settings, database: Database) -> Path:
     settings.home.mkdir(parents=True, exist_ok=True)
     write_private_file(path, (token + "\n").encode("ascii"))
     return path
-
-
-def _check_port_free(host: str, port: int) -> None:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc}"
-            raise ConfigurationError(
-                f"{host}:{port} {reason}; choose another with --port"
-            ) from None

@@ -1,4 +1,5 @@
-"""`charter worker`: the automation worker on its own."""
+"""`charter worker`: what `charter up` runs beside the API — the automation worker and
+cron admission — as a process of its own (`charter serve` is the other half)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from rich.console import Console
 
 from charter.automation.keys import verified_secret
 from charter.automation.worker import AutomationWorker, WorkerSettings
+from charter.automations.admission import CronAdmission
+from charter.cli.options import DEFAULT_WORKER, Concurrency, CronInterval, LeaseSeconds
 from charter.core.config import Settings
 from charter.db.database import Database
 from charter.db.embedded import database_url
@@ -19,15 +22,25 @@ from charter.engine.process_event import Engine
 
 def worker(
     worker_id: str = typer.Option(None, help="Name of this worker (default host:pid:random)."),
-    lease_seconds: int = typer.Option(
-        60, min=5, help="How long a claim holds before others may take it."
+    lease_seconds: LeaseSeconds = DEFAULT_WORKER.lease_seconds,
+    batch_size: int = typer.Option(
+        DEFAULT_WORKER.batch_size, min=1, help="Rows claimed, fired and recorded per transaction."
     ),
-    batch_size: int = typer.Option(100, min=1, help="Rows claimed per pass."),
-    concurrency: int = typer.Option(8, min=1, help="Rows fired at once."),
-    sweep_seconds: float = typer.Option(300.0, min=1.0, help="Safety sweep interval."),
+    concurrency: Concurrency = DEFAULT_WORKER.concurrency,
+    sweep_seconds: float = typer.Option(
+        DEFAULT_WORKER.sweep_seconds, min=1.0, help="Safety sweep interval."
+    ),
+    cron: bool = typer.Option(
+        True,
+        "--cron/--no-cron",
+        help="Also admit runs of due schedule triggers (safe in any number of workers: "
+        "each due occurrence is admitted once).",
+    ),
+    cron_interval: CronInterval = 5.0,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every pass."),
 ) -> None:
-    """Fire scheduled and automatic actions as the automation actor until SIGTERM/Ctrl-C.
+    """Fire scheduled and automatic actions as the automation actor, and admit cron runs,
+    until SIGTERM/Ctrl-C.
 
     Needs AUTOMATION_ACTOR_SK (or the key file `charter up` made in CHARTER_HOME) that
     matches the automation actor's registered public key.
@@ -35,7 +48,11 @@ def worker(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
     settings = Settings.from_env()
     console = Console(stderr=True)
-    with database_url(settings) as url, Database(url, max_size=concurrency + 2) as database:
+    # Connections: the concurrent firings, a pass's bookkeeping, cron admission.
+    with (
+        database_url(settings) as url,
+        Database(url, max_size=concurrency + 3) as database,
+    ):
         key = verified_secret(settings, database)
         automation = AutomationWorker(
             database,
@@ -50,13 +67,36 @@ def worker(
                 sweep_seconds=sweep_seconds,
             ),
         )
-        console.print(f"worker {automation.worker_id} started")
-        asyncio.run(_run(automation))
-        console.print(f"worker {automation.worker_id} stopped; fired {automation.fired_total}")
+        crons = CronAdmission(database, interval=cron_interval) if cron else None
+        admission = f", cron admission every {cron_interval:g} s" if crons else ""
+        console.print(
+            f"worker {automation.worker_id} started (lease {lease_seconds} s, "
+            f"{concurrency} at once{admission})",
+            soft_wrap=True,  # one line, however narrow the terminal: logs are grepped
+        )
+        asyncio.run(_run(automation, crons))
+        console.print(
+            f"worker {automation.worker_id} stopped; fired {automation.fired_total}",
+            soft_wrap=True,
+        )
 
 
-async def _run(automation: AutomationWorker) -> None:
+async def _run(automation: AutomationWorker, crons: CronAdmission | None) -> None:
+    def stop() -> None:
+        automation.stop()
+        if crons is not None:
+            crons.stop()
+
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, automation.stop)
-    await automation.run()
+        loop.add_signal_handler(signum, stop)
+    tasks = {asyncio.create_task(automation.run(), name="charter-worker")}
+    if crons is not None:
+        tasks.add(asyncio.create_task(crons.run(), name="charter-cron"))
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()  # one that died stops the other, loudly
+    finally:
+        stop()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -6,6 +6,10 @@ domain of the `rfc8785` package: integers within ±(2**53 - 1), finite doubles. 
 rule keeps every accepted value closed under canonicalization: a double of magnitude in
 [2**53, 1e21) is rejected too, because JCS would print it as an integer literal outside
 that range (1e20 → "100000000000000000000") which this parser would then refuse.
+
+U+0000 is refused too, in strings and keys: PostgreSQL can store it neither in `text`
+nor in `jsonb`, so a value holding it could be signed but never stored. Refusing it here
+makes it a `malformed` 400 at the door instead of a database error deep inside.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ MAX_DEPTH = 128
 MAX_SAFE_INTEGER = 2**53 - 1
 _JCS_EXPONENT_FROM = 1e21  # from here on JCS prints doubles with an exponent
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Lone surrogates (not UTF-8) and NUL (PostgreSQL cannot store it) are refused in text.
+_REFUSED = re.compile(r"[\ud800-\udfff\x00]")
 
 
 class _Invalid(Exception):
@@ -59,17 +64,19 @@ def loads(data: bytes | str) -> JsonValue:
         ) from None
     except RecursionError:
         raise Malformed(f"invalid JSON: nesting deeper than {MAX_DEPTH} levels") from None
-    # The hooks checked numbers and keys; walk the value only when a surrogate or deep
-    # nesting is possible at all (two C-speed scans rule both out for typical bodies).
-    if text.count("[") + text.count("{") > MAX_DEPTH or _may_hold_surrogate(data, text):
+    # The hooks checked numbers and keys; walk the value only when a refused character
+    # or deep nesting is possible at all (C-speed scans rule them out for typical bodies).
+    if text.count("[") + text.count("{") > MAX_DEPTH or _may_hold_refused(data, text):
         _check_or_raise(value)
     return value
 
 
-def _may_hold_surrogate(data: bytes | str, text: str) -> bool:
-    # A surrogate comes from an escape (\ud800-\udfff, plain substring tests are enough to
-    # rule it out) or, in str input only, a raw code point (strict UTF-8 cannot decode one).
-    if "\\ud" in text or "\\uD" in text:
+def _may_hold_refused(data: bytes | str, text: str) -> bool:
+    # NUL can only come from an escape (json.loads refuses raw control characters in
+    # strings). A surrogate comes from an escape (\ud800-\udfff, plain substring tests are
+    # enough to rule it out) or, in str input only, a raw code point (strict UTF-8 cannot
+    # decode one).
+    if "\\u0000" in text or "\\ud" in text or "\\uD" in text:
         return True
     if isinstance(data, str):
         try:
@@ -102,8 +109,8 @@ def _check_or_raise(value: object) -> None:
 
 def _walk(value: object, depth: int) -> None:
     if type(value) is str:
-        if _SURROGATE.search(value):
-            raise _Invalid("lone surrogate in string")
+        if found := _REFUSED.search(value):
+            raise _Invalid(f"{_describe(found[0])} in string")
     elif type(value) is dict:
         if depth >= MAX_DEPTH:
             raise _Invalid(f"nesting deeper than {MAX_DEPTH} levels")
@@ -111,8 +118,8 @@ def _walk(value: object, depth: int) -> None:
             if type(key) is not str:
                 raise _Invalid(f"object key {key!r} is not a string")
             try:
-                if _SURROGATE.search(key):
-                    raise _Invalid("lone surrogate in object key")
+                if found := _REFUSED.search(key):
+                    raise _Invalid(f"{_describe(found[0])} in object key")
                 _walk(item, depth + 1)
             except _Invalid as exc:
                 exc.path.append(_pointer_token(key))
@@ -134,9 +141,13 @@ def _walk(value: object, depth: int) -> None:
         raise _Invalid(f"{type(value).__name__} is not a JSON type")
 
 
+def _describe(character: str) -> str:
+    return "NUL (U+0000)" if character == "\x00" else "lone surrogate"
+
+
 def _pointer_token(key: str) -> str:
     # RFC 6901 escaping, with lone surrogates shown escaped so the message stays printable.
-    token = key.replace("~", "~0").replace("/", "~1")
+    token = key.replace("~", "~0").replace("/", "~1").replace("\x00", "\\u0000")
     return token.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

@@ -21,6 +21,12 @@ HEAD_VIOLATION = "CHA03"
 IMMUTABLE_COLUMN = "CHA04"
 LEASE_MISMATCH = "CHA05"
 
+# Text the database cannot hold: an invalid byte sequence (22021) or a character with no
+# equivalent (22P05: `\u0000` in jsonb). These come from the values a client sent.
+CHARACTER_NOT_IN_REPERTOIRE = "22021"
+UNTRANSLATABLE_CHARACTER = "22P05"
+_UNSTORABLE_TEXT = {CHARACTER_NOT_IN_REPERTOIRE, UNTRANSLATABLE_CHARACTER}
+
 _CHARTER_CODES: dict[str, type[errors.CharterError]] = {
     APPEND_ONLY: errors.AppendOnlyViolation,
     CHAIN_VIOLATION: errors.ChainViolation,
@@ -36,6 +42,13 @@ def translate(exc: psycopg.Error) -> errors.CharterError:
     sqlstate = exc.sqlstate or ""
     if sqlstate in _CHARTER_CODES:
         return _CHARTER_CODES[sqlstate](message, sqlstate=sqlstate)
+    # psycopg refuses NUL in a text parameter itself, before sending: a DataError with no
+    # SQLSTATE. Either way the value came from the request: a client error, not a 500.
+    if sqlstate in _UNSTORABLE_TEXT or (not sqlstate and isinstance(exc, psycopg.DataError)):
+        return errors.Malformed(
+            "the request holds text the database cannot store "
+            "(NUL, U+0000, or an invalid byte sequence)"
+        )
     if isinstance(exc, pg.UniqueViolation):
         constraint = exc.diag.constraint_name or ""
         return errors.Duplicate(message, constraint=constraint)

@@ -94,6 +94,21 @@ def _apply(conn: psycopg.Connection[tuple[object, ...]], migration: Migration) -
     return True
 
 
+def check_migrated(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Refuse a database that lacks any migration this release ships (MigrationError
+    naming them). Migrations recorded but not shipped (a newer release migrated it) are
+    fine: functions carry version suffixes so that older callers keep working."""
+    pending = [row for row in status(conn) if row.known and row.applied_at is None]
+    if not pending:
+        return
+    names = ", ".join(f"{row.version:04d}_{row.name}" for row in pending[:3])
+    more = f" and {len(pending) - 3} more" if len(pending) > 3 else ""
+    raise MigrationError(
+        f"the database lacks {len(pending)} migration(s) ({names}{more}); "
+        "run `charter db migrate` first"
+    )
+
+
 def status(conn: psycopg.Connection[tuple[object, ...]]) -> list[MigrationStatus]:
     """Every migration, shipped or recorded, with whether and when it was applied."""
     with translated():

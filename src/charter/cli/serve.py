@@ -1,0 +1,29 @@
+"""`charter serve`: the HTTP API alone, so API and workers scale as separate processes."""
+
+from __future__ import annotations
+
+import typer
+
+from charter.core.config import DEFAULT_HOST, DEFAULT_PORT
+
+
+def serve(
+    host: str = typer.Option(DEFAULT_HOST, help="Address to listen on."),
+    port: int = typer.Option(DEFAULT_PORT, help="Port to listen on."),
+) -> None:
+    """Serve the HTTP API alone: no automation worker, no cron admission.
+
+    Run `charter worker` beside it for those: as many API and worker
+    processes as you need, on any hosts, against one database
+    (CHARTER_DATABASE_URL, or the embedded one, like `charter up`).
+
+    It never migrates: a database that lacks a migration of this release
+    is refused, with a pointer to `charter db migrate`. A schema change is
+    one deliberate deploy step, run once before new API processes start,
+    not a side effect of every replica booting (replicas racing each
+    other, or one canary of a new release changing the schema under the
+    whole fleet).
+    """
+    from charter.cli.serving import serve_api
+
+    serve_api(host, port)

@@ -1,0 +1,93 @@
+"""The API server as `charter up` and `charter serve` run it. Imported only by them
+(FastAPI and uvicorn are slow to import, and every other command would pay for them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from dataclasses import replace
+
+import uvicorn
+from rich.console import Console
+
+from charter.api.app import create_app
+from charter.core.config import Settings
+from charter.core.errors import ConfigurationError
+from charter.db.database import Database, connect
+from charter.db.embedded import database_url
+from charter.db.migrate import check_migrated
+from charter.engine.process_event import Engine
+
+
+class QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the command stops everything it runs
+    together (uvicorn's would re-raise the signal after shutdown: no clean exit 0)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def public_settings(settings: Settings, host: str, port: int) -> Settings:
+    """Unless CHARTER_API_URL says otherwise, the public origin is where we listen:
+    machines' DPoP proofs are bound to it."""
+    if os.environ.get("CHARTER_API_URL"):
+        return settings
+    return replace(settings, api_url=f"http://{host}:{port}")
+
+
+def api_server(
+    database: Database, engine: Engine, settings: Settings, host: str, port: int
+) -> QuietServer:
+    app = create_app(database, engine=engine, settings=settings)
+    return QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Fail with one clear line before any work if the address cannot be bound."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc}"
+            raise ConfigurationError(
+                f"{host}:{port} {reason}; choose another with --port"
+            ) from None
+
+
+def serve_api(host: str, port: int) -> None:
+    """`charter serve`: the API until SIGINT/SIGTERM, on a migrated database only."""
+    console = Console()
+    settings = public_settings(Settings.from_env(), host, port)
+    check_port_free(host, port)
+    with database_url(settings) as url:
+        with connect(url) as conn:
+            check_migrated(conn)
+        where = "CHARTER_DATABASE_URL" if settings.database_url else f"embedded, {settings.pgdata}"
+        console.print(f"[bold]database[/]  ready ({where}), schema up to date")
+        with Database(url, max_size=12) as database:
+            engine = Engine.from_settings(database, settings)
+            server = api_server(database, engine, settings, host, port)
+            console.print(
+                f"[bold]api[/]       http://{host}:{port}  (no worker, no cron admission;"
+                " Ctrl-C stops)",
+                soft_wrap=True,
+            )
+            asyncio.run(_until_signal(server))
+    console.print("stopped cleanly")
+
+
+async def _until_signal(server: uvicorn.Server) -> None:
+    def stop() -> None:
+        server.should_exit = True
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop)
+    await server.serve()

@@ -1,0 +1,151 @@
+"""`charter serve` and `charter worker` as separate real processes (DESIGN §8): the API
+alone accepts a signed event and leaves its automatic action pending; a worker process
+beside it fires that action. `serve` refuses a database that is not migrated."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+
+import httpx
+
+from charter.auth.tokens import create_token
+from charter.core.envelope import Envelope, sign
+from charter.core.timefmt import format_rfc3339
+from charter.db.database import Role, connect
+from tests.acceptance.automation_world import AUTOMATIC, Keys, setup_world, worker_env
+from tests.acceptance.processes import (
+    charter_env,
+    free_port,
+    run_charter,
+    start_charter,
+    wait_healthy,
+)
+
+
+def test_serve_refuses_a_database_that_is_not_migrated(empty_database_url: str) -> None:
+    result = run_charter(
+        "serve",
+        "--port",
+        str(free_port()),
+        env=charter_env(CHARTER_DATABASE_URL=empty_database_url),
+    )
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: the database lacks ")
+    assert "0001_roles_and_schema" in lines[0]
+    assert lines[0].endswith("run `charter db migrate` first")
+    with connect(empty_database_url) as conn:  # and it did not migrate behind our back
+        row = conn.execute("SELECT to_regclass('charter.events') IS NULL").fetchone()
+    assert row == (True,)
+
+
+def _queue_status(url: str, process_id: str) -> list[str]:
+    with connect(url) as conn:
+        rows = conn.execute(
+            "SELECT status FROM charter.automation_queue WHERE process_id = %s", (process_id,)
+        ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def _open(api: str, keys: Keys, process_id: str) -> httpx.Response:
+    envelope = Envelope(
+        v=1,
+        process=process_id,
+        workflow=AUTOMATIC,
+        action="open",
+        input={},
+        prev=None,
+        actor=keys.customer.public_key_hex,
+        at=format_rfc3339(datetime.now(UTC)),
+    )
+    body = json.dumps(sign(envelope, keys.customer).to_json())
+    return httpx.post(f"{api}/v1/events", content=body, timeout=30)
+
+
+def _stop(process: subprocess.Popen[str]) -> tuple[str, str]:
+    process.send_signal(signal.SIGTERM)
+    return process.communicate(timeout=60)
+
+
+def test_serve_is_the_api_alone_and_a_separate_worker_fires_the_work(
+    empty_database_url: str,
+) -> None:
+    url = empty_database_url
+    migrated = run_charter("db", "migrate", env=charter_env(CHARTER_DATABASE_URL=url))
+    assert migrated.returncode == 0, migrated.stderr
+    keys = setup_world(url)
+    with connect(url, role=Role.ENGINE) as conn:
+        token = create_token(conn, scopes=["processes:read"], name="serve test")
+        conn.commit()
+
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    server = start_charter("serve", "--port", str(port), env=charter_env(CHARTER_DATABASE_URL=url))
+    worker: subprocess.Popen[str] | None = None
+    try:
+        health = wait_healthy(api, server).json()
+        assert health["ok"] is True
+
+        accepted = _open(api, keys, "serve-1")
+        assert accepted.status_code == 201, accepted.text
+        # The event queued its automatic action; with no worker in `serve`, it waits.
+        time.sleep(3)
+        assert _queue_status(url, "serve-1") == ["pending"]
+
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "charter",
+                "worker",
+                "--concurrency",
+                "2",
+                "--cron-interval",
+                "0.5",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=worker_env(url, keys, CHARTER_LEASE_SECONDS="30"),
+        )
+        deadline = time.monotonic() + 60
+        while _queue_status(url, "serve-1") != ["completed"]:
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline, "the worker did not fire the automatic action"
+            time.sleep(0.2)
+        events = httpx.get(
+            f"{api}/v1/processes/serve-1/events",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert [e["envelope"]["action"] for e in events.json()["events"]] == ["open", "touch"]
+        assert events.json()["events"][1]["envelope"]["actor"] == keys.automation.public_key_hex
+    finally:
+        if worker is not None:
+            _, worker_err = _stop(worker)
+        out, err = _stop(server)
+    assert server.returncode == 0, err
+    assert "no worker, no cron admission" in out
+    assert "stopped cleanly" in out
+    assert worker is not None
+    assert worker.returncode == 0, worker_err
+    assert "started (lease 30 s, 2 at once, cron admission every 0.5 s)" in worker_err
+    assert "fired 1" in worker_err
+
+
+def test_worker_options_are_checked_as_usage_errors() -> None:
+    result = run_charter("worker", "--lease-seconds", "1", env=charter_env())
+    assert result.returncode == 2
+    assert "Invalid value for '--lease-seconds'" in result.stderr
+    result = run_charter("up", "--concurrency", "0", env=charter_env())
+    assert result.returncode == 2
+    assert "Invalid value for '--concurrency'" in result.stderr
+    result = run_charter("worker", env=charter_env(CHARTER_WORKER_CONCURRENCY="many"))
+    assert result.returncode == 2
+    assert "CHARTER_WORKER_CONCURRENCY" in result.stderr or "--concurrency" in result.stderr
