@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import pytest
 
 from charter.core.errors import AppendOnlyViolation, ChainViolation, Duplicate, IntegrityViolation
+from charter.db.database import Database, connect
+from charter.db.errors import translated
+from charter.engine.verification import load_evidence
+from charter.engine.verify import verify_evidence
 from tests.integration import rows
 from tests.integration.dbcheck import Conn, refused
 
@@ -141,12 +146,70 @@ def test_constraints_hold_with_triggers_bypassed(
     conn.execute("SET LOCAL session_replication_role = replica")
     error = refused(conn, Duplicate, *_insert(process_id, actor, version, seq=3, prev=hashes[1]))
     assert error.context["constraint"] == "events_pkey"
-    error = refused(conn, Duplicate, *_insert(process_id, actor, version, seq=9, prev=hashes[1]))
-    assert error.context["constraint"] == "events_process_id_prev_hash_key"
     error = refused(
         conn, IntegrityViolation, *_insert(process_id, actor, version, seq=2, prev=None)
     )
     assert error.context["constraint"] == "events_check"
+
+
+def test_with_the_triggers_on_no_two_events_of_a_process_share_a_predecessor(
+    conn: Conn, chain: tuple[str, str, str, list[str]]
+) -> None:
+    """Why there is no UNIQUE (process_id, prev_hash): a second event naming any
+    predecessor again is refused at every seq, by the chain trigger or the primary key."""
+    actor, version, process_id, hashes = chain
+    # Every predecessor that already has its child (the head has none yet).
+    for prev in (None, *hashes[:-1]):
+        for seq in range(1, len(hashes) + 3):
+            refusals = (ChainViolation, Duplicate, IntegrityViolation)
+            with pytest.raises(refusals), conn.transaction():
+                _insert_raw(conn, process_id, actor, version, seq=seq, prev=prev)
+    assert rows.head(conn, process_id) == (len(hashes), hashes[-1])
+
+
+def test_racing_writers_of_the_same_predecessor_one_wins_by_the_primary_key(
+    database_url: str,
+) -> None:
+    """Two transactions append to the same head at once (neither advances the head, so the
+    trigger lets both in): the primary key (process_id, seq) decides."""
+    with connect(database_url) as setup:
+        actor, version, process_id, hashes = rows.seed_chain(setup, events=2)
+        setup.commit()
+    first, second = connect(database_url), connect(database_url)
+    try:
+        _insert_raw(first, process_id, actor, version, seq=3, prev=hashes[-1])
+        outcome: list[BaseException | None] = []
+
+        def racer() -> None:
+            try:
+                _insert_raw(second, process_id, actor, version, seq=3, prev=hashes[-1])
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=racer)
+        thread.start()
+        thread.join(timeout=1.0)
+        assert thread.is_alive(), "the second insert must wait for the first transaction"
+        first.commit()
+        thread.join(timeout=30)
+        [error] = outcome
+        assert isinstance(error, Duplicate)
+        assert error.context["constraint"] == "events_pkey"
+    finally:
+        second.rollback()
+        first.close()
+        second.close()
+
+
+def test_a_fork_needs_the_triggers_off_and_verification_finds_it(database: Database) -> None:
+    with connect(database.url) as owner:
+        actor, version, process_id, hashes = rows.seed_chain(owner, events=3)
+        owner.execute("SET LOCAL session_replication_role = replica")
+        _insert_raw(owner, process_id, actor, version, seq=4, prev=hashes[1])  # 2's 2nd child
+        owner.commit()
+    codes = {p.code for p in verify_evidence(load_evidence(database, process_id)).problems}
+    assert "broken_link" in codes
 
 
 def test_the_hash_must_be_the_hash_of_the_envelope(
@@ -333,3 +396,11 @@ def _insert(
         """,
         (process_id, seq, digest, prev, text, rows.random_hex(64), actor, rows.WORKFLOW, version),
     )
+
+
+def _insert_raw(
+    conn: Conn, process_id: str, actor: str, version: str, *, seq: int, prev: str | None
+) -> None:
+    sql, params = _insert(process_id, actor, version, seq=seq, prev=prev)
+    with translated():
+        conn.execute(sql, params)

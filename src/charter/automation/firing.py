@@ -25,6 +25,7 @@ the same way, in a transaction of its own.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,11 +44,12 @@ from charter.automation.outcomes import (
 from charter.core.clock import Clock
 from charter.core.crashpoints import FIRED_BEFORE_BOOKKEEPING, crash_point
 from charter.core.ed25519 import SecretKey
-from charter.core.envelope import sign
+from charter.core.envelope import Submission, sign
 from charter.core.errors import CharterError, LeaseLost, StalePrev
-from charter.db.database import Database, Role
-from charter.engine.process_event import Engine, Tally
-from charter.engine.work import WorkRow
+from charter.db.database import Database, Role, act_as
+from charter.engine.batch import BatchAborted, EngineBatch
+from charter.engine.process_event import Accepted, Engine, Tally
+from charter.engine.work import ScheduledRow, WorkRow
 
 log = logging.getLogger(__name__)
 
@@ -94,35 +96,13 @@ class Firer:
     ) -> BatchResult:
         """Claim up to `limits.size` due rows and fire them, in one transaction;
         `claimed(n)` is told how many rows the claim took as soon as it knows."""
-        outcome = BatchResult()
-        tally = Tally()
-        with (
-            self.database.connection(Role.WORKER) as conn,
-            conn.pipeline(),
-            conn.transaction(),
-        ):
-            books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none())
-            self._limit(books)
-            rows = books.claim_due_locked(
-                lease_seconds=self.limits.lease_seconds, limit=self.limits.size
-            )
-            outcome.claimed = len(rows)
-            claimed(len(rows))
-            if not rows:
-                return outcome
-            heads = books.process_heads({row.process_id for row in rows})
-            # In process order: two rows of one process fire one after the other, the
-            # second on the head the first left.
-            rows.sort(key=lambda row: (row.process_id, row.occurrence))
-            for index, row in enumerate(rows):
-                if stopping():
-                    for rest in rows[index:]:
-                        books.release(rest)
-                    outcome.released = len(rows) - index
-                    break
-                outcome.results.append(self._fire_and_record(books, row, heads, tally))
-        tally.count()
-        return outcome
+        try:
+            return self._batch(stopping, claimed, one_by_one=False)
+        except BatchAborted as exc:
+            # Rolled back whole: fire the same work again, each event in a savepoint of
+            # its own, so the one that cannot happen undoes only itself.
+            log.warning("a batch was rolled back (%s); firing it event by event", exc.message)
+            return self._batch(stopping, claimed, one_by_one=True)
 
     def fire(self, row: WorkRow) -> FireResult:
         """Fire one row this worker claimed earlier, in a transaction of its own.
@@ -140,12 +120,82 @@ class Firer:
                 books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none())
                 self._limit(books)
                 heads = books.process_heads([row.process_id])
-                result = self._fire_and_record(books, row, heads, tally)
+                result = self._one_by_one(books, row, heads, tally)
+                result = self._record(books, result)
         except LeaseLost as exc:
             log.warning("bookkeeping for %s refused: %s", row.id, exc.message)
             return FireResult(row, Outcome.LOST, None, "lease_lost", exc.message)
         tally.count()
         return result
+
+    # --- one transaction ----------------------------------------------------------------
+
+    def _batch(
+        self, stopping: Callable[[], bool], claimed: Callable[[int], None], *, one_by_one: bool
+    ) -> BatchResult:
+        outcome = BatchResult()
+        tally = Tally()
+        with (
+            self.database.connection(Role.WORKER) as conn,
+            conn.pipeline(),
+            conn.transaction(),
+        ):
+            books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none())
+            self._limit(books)
+            rows = books.claim_due_locked(
+                lease_seconds=self.limits.lease_seconds, limit=self.limits.size
+            )
+            outcome.claimed = len(rows)
+            claimed(len(rows))
+            if not rows:
+                return outcome
+            # In process order: two rows of one process fire one after the other, the
+            # second on the head the first left.
+            rows.sort(key=lambda row: (row.process_id, row.occurrence))
+            if one_by_one:
+                fired = self._one_savepoint_each(books, rows, tally, stopping)
+            else:
+                fired = self._all_at_once(books, rows, tally, stopping)
+            outcome.results = [self._record(books, result) for result in fired]
+            outcome.released = len(rows) - len(fired)
+            for rest in rows[len(fired) :]:
+                books.release(rest)  # the worker is stopping: back untouched
+        tally.count()
+        return outcome
+
+    def _all_at_once(
+        self, books: Bookkeeping, rows: list[WorkRow], tally: Tally, stopping: Callable[[], bool]
+    ) -> list[FireResult]:
+        """Fire `rows` through one EngineBatch: their inputs read once, their writes sent
+        once. BatchAborted when an event cannot be undone alone."""
+        act_as(books.conn, Role.ENGINE)
+        batch = EngineBatch(
+            self.engine,
+            books.conn,
+            public_key=self.key.public_key_hex,
+            process_ids=[row.process_id for row in rows],
+            workflow_paths=[row.workflow_path for row in rows],
+            work=[(row.kind, str(row.id)) for row in rows],
+        )
+        fired: list[FireResult] = []
+        for row in rows:
+            if stopping():
+                break
+            fired.append(self._in_batch(batch, row, tally))
+        batch.flush()  # the events' writes, sent at once: a refusal aborts the batch
+        act_as(books.conn, Role.WORKER)
+        return fired
+
+    def _one_savepoint_each(
+        self, books: Bookkeeping, rows: list[WorkRow], tally: Tally, stopping: Callable[[], bool]
+    ) -> list[FireResult]:
+        heads = books.process_heads({row.process_id for row in rows})
+        fired: list[FireResult] = []
+        for row in rows:
+            if stopping():
+                break
+            fired.append(self._one_by_one(books, row, heads, tally))
+        return fired
 
     def _limit(self, books: Bookkeeping) -> None:
         books.limit_batch(
@@ -153,49 +203,90 @@ class Firer:
             idle_timeout_ms=self.limits.lease_seconds * 1000,
         )
 
-    def _fire_and_record(
+    # --- one row ------------------------------------------------------------------------
+
+    def _in_batch(self, batch: EngineBatch, row: WorkRow, tally: Tally) -> FireResult:
+        """Fire `row` in the engine's batch (its writes queued until the batch flushes)."""
+        if _cancelled(row, tally):
+            return _cancelled_result(row, None)
+        result = self._submit(row, batch.head(row.process_id), lambda s: batch.apply(s, tally))
+        return self._after(row, result, tally)
+
+    def _one_by_one(
         self, books: Bookkeeping, row: WorkRow, heads: dict[str, str | None], tally: Tally
     ) -> FireResult:
-        if str(row.id) in tally.cancelled_work:
-            # An earlier event of this batch cancelled (or replaced) the row: it is
-            # finished, by the engine; firing it would only be refused.
-            message = "cancelled by an earlier event of this batch"
-            return FireResult(row, Outcome.LOST, None, "cancelled", message)
-        result = self._fire(books, row, heads, tally)
+        """Fire `row` in a savepoint of its own (re-signing if the head moved)."""
+        if _cancelled(row, tally):
+            return _cancelled_result(row, None)
+
+        def apply(submission: Submission) -> Accepted:
+            return self.engine.process_within(books.conn, submission, tally, caller=Role.WORKER)
+
+        for _ in range(self.policy.stale_retries):
+            result = self._submit(row, heads.get(row.process_id), apply)
+            if result.code != "stale_prev":
+                break
+            heads[row.process_id] = result.head  # another event moved it: sign again
+        else:
+            result = FireResult(
+                row, Outcome.RETRY, code="stale_prev", message="the head kept moving"
+            )
+        if result.event_hash is not None and result.outcome is Outcome.ACCEPTED:
+            heads[row.process_id] = result.event_hash
+        return self._after(row, result, tally)
+
+    def _submit(
+        self, row: WorkRow, head: str | None, apply: Callable[[Submission], Accepted]
+    ) -> FireResult:
+        envelope = envelope_for(row, head, self.key, self.clock.now())
+        try:
+            accepted = apply(sign(envelope, self.key))
+        except BatchAborted:
+            raise
+        except StalePrev as exc:
+            return dataclasses.replace(result_of(row, exc), head=exc.context.get("head"))
+        except CharterError as exc:
+            if exc.code in KEY_FAILURES:
+                # The whole transaction rolls back: every row is due again, untouched.
+                raise WorkerKeyError(
+                    f"the engine refused the automation key: {exc.message}"
+                ) from exc
+            # A lock wait past the limit or a deadlock undid this event only: the row
+            # retries. A lost connection fails the recording too, and with it the whole
+            # transaction, which rolls back.
+            return result_of(row, exc)
+        return FireResult(row, Outcome.ACCEPTED, event_hash=accepted.hash)
+
+    @staticmethod
+    def _after(row: WorkRow, result: FireResult, tally: Tally) -> FireResult:
         if result.outcome is Outcome.ACCEPTED:
             crash_point(FIRED_BEFORE_BOOKKEEPING)
-            if str(row.id) in tally.cancelled_work:
+            if _cancelled(row, tally):
                 # The event replaced or cancelled the very schedule it fired: the engine
                 # has finished the row; there is nothing left for us to record.
-                message = "the fired event cancelled its own schedule"
-                return FireResult(row, Outcome.LOST, result.event_hash, "cancelled", message)
+                return _cancelled_result(row, result.event_hash)
+        return result
+
+    def _record(self, books: Bookkeeping, result: FireResult) -> FireResult:
+        if result.code == CANCELLED:
+            return result  # the engine finished the row; nothing is ours to record
         return record_result(books, result, self.policy, self.clock.now())
 
-    def _fire(
-        self, books: Bookkeeping, row: WorkRow, heads: dict[str, str | None], tally: Tally
-    ) -> FireResult:
-        last: CharterError | None = None
-        for _ in range(self.policy.stale_retries + 1):
-            envelope = envelope_for(row, heads.get(row.process_id), self.key, self.clock.now())
-            try:
-                accepted = self.engine.process_within(
-                    books.conn, sign(envelope, self.key), tally, caller=Role.WORKER
-                )
-            except StalePrev as exc:
-                last = exc  # cannot happen while we hold the process; if it does, re-sign
-                heads[row.process_id] = exc.context.get("head")
-                continue
-            except CharterError as exc:
-                if exc.code in KEY_FAILURES:
-                    # The whole batch rolls back: every row is due again, untouched.
-                    raise WorkerKeyError(
-                        f"the engine refused the automation key: {exc.message}"
-                    ) from exc
-                # A lock wait past the limit or a deadlock undid this savepoint only: the
-                # row retries. A lost connection fails the recording too, and with it
-                # the whole batch, which rolls back.
-                return result_of(row, exc)
-            heads[row.process_id] = accepted.hash
-            return FireResult(row, Outcome.ACCEPTED, event_hash=accepted.hash)
-        assert last is not None
-        return FireResult(row, Outcome.RETRY, code=last.code, message="the head kept moving")
+
+CANCELLED = "cancelled"
+
+
+def _cancelled(row: WorkRow, tally: Tally) -> bool:
+    """Whether an event of this transaction cancelled or replaced `row`'s schedule."""
+    return isinstance(row, ScheduledRow) and (
+        (row.process_id, row.schedule_id) in tally.cancelled_schedules
+    )
+
+
+def _cancelled_result(row: WorkRow, event_hash: str | None) -> FireResult:
+    message = (
+        "cancelled by an earlier event of this transaction"
+        if event_hash is None
+        else "the fired event cancelled its own schedule"
+    )
+    return FireResult(row, Outcome.LOST, event_hash, CANCELLED, message)

@@ -50,6 +50,7 @@ class FireResult:
     event_hash: str | None = None
     code: str | None = None
     message: str = ""
+    head: str | None = None  # with `stale_prev`: the head to sign on instead
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ def result_of(row: WorkRow, exc: CharterError) -> FireResult:
 def record_result(
     books: Bookkeeping, result: FireResult, policy: FiringPolicy, now: datetime
 ) -> FireResult:
-    """Record `result` on its row through the bookkeeping functions (and the system log);
-    the result as recorded (a permanent error within the budget is a retry)."""
+    """Record `result` on its row through the bookkeeping functions, and in the system log
+    unless it is a plain accepted fire; the result as recorded (a permanent error within
+    the budget is a retry)."""
     row, outcome = result.row, result.outcome
     if outcome is Outcome.ACCEPTED:
         assert result.event_hash is not None
@@ -111,6 +113,8 @@ def record_result(
         result = FireResult(row, Outcome.RETRY, result.event_hash, result.code, result.message)
     elif outcome is Outcome.FAILED:
         books.fail(row, result.message)
+    if result.outcome is Outcome.ACCEPTED and result.code is None:
+        return result  # the event and the row say it all: no log row per fire
     books.log(
         f"{row.kind}.{result.outcome.value}",
         level="info" if result.outcome is Outcome.ACCEPTED else "warning",

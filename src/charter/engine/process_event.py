@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+
+import psycopg
 
 from charter.core.clock import Clock, SystemClock
 from charter.core.config import Settings
@@ -34,11 +37,12 @@ from charter.db.database import Conn, Database, Role, act_as
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
-from charter.engine.provenance import record_firing, refuse_if_fired, work_row_for
+from charter.engine.provenance import already_fired, refuse_if_fired, work_ref, work_row_for
 from charter.engine.records import ActorContext, ProcessView, StoredEvent
 from charter.engine.registry import Registry
 from charter.engine.rules import Decision, decide
-from charter.engine.store import Store
+from charter.engine.store import DecisionInputs, Store
+from charter.engine.work import WorkRow
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +82,10 @@ class Tally:
     cascade_stops: int = 0
     render_failures: int = 0
     rejected: list[str] = field(default_factory=list)  # codes, logged in the transaction
-    # Scheduled rows the events cancelled or replaced: a row an event cancelled while it
-    # fired that very row is finished by the engine, not by the worker's bookkeeping.
-    cancelled_work: set[str] = field(default_factory=set)
+    # (process, schedule id) of every live schedule the events cancelled or replaced: a
+    # row an event cancelled — even the very row it fired — is finished by the engine,
+    # not by the worker's bookkeeping.
+    cancelled_schedules: set[tuple[str, str]] = field(default_factory=set)
 
     def count(self) -> None:
         """Add to the metrics: call after the commit (once per tally)."""
@@ -140,7 +145,7 @@ class Engine:
         started = time.perf_counter()
         envelope = submission.envelope
         try:
-            self._check_clock(envelope)
+            self.check_clock(envelope)
             verify_submission(submission)  # before any lock: a forgery costs no contention
             # Pipeline mode: statements whose results are not needed yet travel together
             # (the reads, then the writes with the COMMIT), saving round trips.
@@ -172,20 +177,20 @@ class Engine:
         caller commits, then counts `tally`."""
         envelope = submission.envelope
         try:
-            self._check_clock(envelope)
+            self.check_clock(envelope)
             verify_submission(submission)
-            # The inner pipeline block syncs on exit, so a refusal by the database is
-            # raised here, inside the savepoint, and undoes only this event.
-            with conn.transaction(), conn.pipeline():
+            # `_apply` flushes its writes before it returns, so a refusal by the database
+            # is raised inside the savepoint and undoes only this event.
+            with conn.transaction():
                 act_as(conn, Role.ENGINE)  # undone by the savepoint's rollback on refusal
                 accepted = self._apply(Store(conn, now=self.clock.now_or_none()), submission, tally)
-                act_as(conn, caller)
+            act_as(conn, caller)
         except CharterError as exc:
             if exc.code in SUBMISSION_CODES:
                 tally.rejected.append(exc.code)
                 with conn.transaction():
                     act_as(conn, Role.ENGINE)
-                    self._log_rejection(Store(conn, now=self.clock.now_or_none()), exc, envelope)
+                    self.log_rejection(Store(conn, now=self.clock.now_or_none()), exc, envelope)
                     act_as(conn, caller)
             raise
         return accepted
@@ -197,13 +202,13 @@ class Engine:
         metrics.EVENTS_REJECTED.labels(code=exc.code).inc()
         try:
             with self.database.connection(Role.ENGINE) as conn, conn.transaction():
-                self._log_rejection(Store(conn, now=self.clock.now_or_none()), exc, envelope)
+                self.log_rejection(Store(conn, now=self.clock.now_or_none()), exc, envelope)
         except CharterError:
             # The rejection stands even if the log cannot be written (database down).
             log.warning("could not record rejection %s", exc.code, exc_info=True)
 
     @staticmethod
-    def _log_rejection(store: Store, exc: CharterError, envelope: Envelope | None) -> None:
+    def log_rejection(store: Store, exc: CharterError, envelope: Envelope | None) -> None:
         store.log(
             "event.rejected",
             level="warning",
@@ -217,7 +222,7 @@ class Engine:
 
     # --- the transaction -------------------------------------------------------------
 
-    def _check_clock(self, envelope: Envelope) -> None:
+    def check_clock(self, envelope: Envelope) -> None:
         skew = abs(envelope.at_datetime() - self.clock.now())
         if skew > self.max_skew:
             raise ClockSkew(
@@ -227,13 +232,32 @@ class Engine:
 
     def _apply(self, store: Store, submission: Submission, tally: Tally | None = None) -> Accepted:
         envelope = submission.envelope
-        tally = tally if tally is not None else Tally()
         inputs = store.decision_inputs(
             public_key=envelope.actor,
             process_id=envelope.process,
             workflow_path=envelope.workflow,
             lock=envelope.prev is not None,
+            work=work_ref(envelope),
         )
+        return self.decide_and_write(
+            store, submission, inputs, tally if tally is not None else Tally()
+        )
+
+    def decide_and_write(
+        self,
+        store: Store,
+        submission: Submission,
+        inputs: DecisionInputs,
+        tally: Tally,
+        *,
+        flush: bool = True,
+    ) -> Accepted:
+        """The rules on `inputs` (read under the process lock), then the writes. With
+        `flush`, the writes are sent and waited for before this returns; without, the
+        caller flushes (`flush()`) before it commits — a batch of events, one round trip.
+        A refusal raised here may follow queued writes (a spawn that cannot happen): the
+        caller rolls back to before the event, as `process_event` does."""
+        envelope = submission.envelope
         actor = self._actor(envelope.actor, inputs.actor)
         event_hash = envelope.hash()
         if envelope.prev is None:
@@ -256,15 +280,17 @@ class Engine:
             raise UnknownWorkflow(f"no workflow is deployed at {envelope.workflow!r}")
         version = inputs.version
         workflow = self.registry.workflow(store, version)
-        work = work_row_for(store, envelope, actor)
-        if work is not None:
-            refuse_if_fired(store, work)
+        firing = work_row_for(inputs.work, envelope, actor)
+        if firing is not None:
+            refuse_if_fired(firing)
+        work = firing.row if firing is not None else None
         decision = decide(process, workflow, envelope, actor, event_hash=event_hash)
         if process is None and not store.insert_process(
             process_id=envelope.process, workflow_path=envelope.workflow, state=decision.state
         ):
             raise Duplicate(f"process {envelope.process!r} already exists")
         seq = (process.seq if process is not None else 0) + 1
+        # From here on every write is queued; one flush sends them and waits.
         store.insert_event(
             process_id=envelope.process,
             seq=seq,
@@ -280,7 +306,7 @@ class Engine:
             workflow_path=envelope.workflow,
             workflow_version=version,
         )
-        after = store.advance_process(
+        store.advance_process(
             process_id=envelope.process,
             state=decision.state,
             data=decision.data,
@@ -288,19 +314,34 @@ class Engine:
             seq=seq,
         )
         if work is not None:
-            record_firing(store, work, event_hash)
+            store.insert_firing(work, event_hash)
         cascade = Cascade.after(work, event_hash)
         self._persist_effects(store, envelope, event_hash, actor, decision, cascade, tally, depth=0)
-        store.log(
-            "event.accepted",
-            process_id=envelope.process,
-            actor=envelope.actor,
-            action=envelope.action,
-            event_hash=event_hash,
-            detail={"seq": seq, "state": decision.state, "workflow_version": version},
-        )
+        # No system_log row for an accepted event: the events table is that log.
+        if flush:
+            self.flush(store, event_hash, work)
         tally.accepted += 1
+        after = ProcessView(
+            id=envelope.process,
+            workflow=envelope.workflow,
+            state=decision.state,
+            data=decision.data,
+            head=event_hash,
+            seq=seq,
+            parent=process.parent if process is not None else None,
+            parent_event=process.parent_event if process is not None else None,
+            created_at=process.created_at if process is not None else inputs.now,
+            updated_at=inputs.now,
+        )
         return Accepted(event_hash, seq, after)
+
+    @staticmethod
+    def flush(store: Store, event_hash: str | None = None, work: WorkRow | None = None) -> None:
+        """Send the queued writes and wait; a unique key's refusal becomes `duplicate`."""
+        try:
+            store.flush()
+        except psycopg.errors.UniqueViolation as exc:
+            raise _duplicate(exc, event_hash, work) from exc
 
     @staticmethod
     def _actor(
@@ -330,27 +371,32 @@ class Engine:
         *,
         depth: int,
     ) -> None:
+        """Queue the writes of an event's effects (nothing is waited for here)."""
         process_id, path = envelope.process, envelope.workflow
         provenance = {"event_hash": event_hash, "action": envelope.action, "actor": envelope.actor}
+        # Cancellations hint the worker from SQL (their rows are only known there);
+        # new rows get their ids here, so their hints need no answer from the database.
         if decision.cancels:
-            for row in store.cancel_schedules(
+            store.cancel_schedules(
                 process_id=process_id,
                 schedule_ids=decision.cancels,
                 event_hash=event_hash,
                 reason=f"cancelled by {envelope.action}",
-            ):
-                tally.cancelled_work.add(row[0])
-                self._notify_schedule(store, row[0], process_id, path, row[2], row[3], "cancelled")
+            )
+        tally.cancelled_schedules.update(
+            (process_id, schedule_id)
+            for schedule_id in (*decision.cancels, *(s.id for s in decision.schedules))
+        )
         for schedule in decision.schedules:
-            for row in store.cancel_schedules(
+            store.cancel_schedules(
                 process_id=process_id,
                 schedule_ids=[schedule.id],
                 event_hash=event_hash,
                 reason="replaced",
-            ):
-                tally.cancelled_work.add(row[0])
-                self._notify_schedule(store, row[0], process_id, path, row[2], row[3], "cancelled")
-            work_id = store.insert_schedule(
+            )
+            work_id = str(uuid.uuid4())
+            store.insert_schedule(
+                work_id=work_id,
                 schedule_id=schedule.id,
                 process_id=process_id,
                 workflow_path=path,
@@ -376,7 +422,9 @@ class Engine:
                     chain[1:],
                     chain[0] if chain else None,
                 )
-            queued = store.insert_auto_work(
+            queued = str(uuid.uuid4())
+            store.insert_auto_work(
+                work_id=queued,
                 process_id=process_id,
                 workflow_path=path,
                 action_name=work.action,
@@ -387,7 +435,7 @@ class Engine:
                 error=error,
                 **provenance,
             )
-            if queued is not None and error is not None:
+            if error is not None:
                 stopped = work.error is None
                 tally.cascade_stops += stopped
                 tally.render_failures += not stopped
@@ -407,7 +455,7 @@ class Engine:
                         "limit": self.max_auto_cascade,
                     },
                 )
-            elif queued is not None:
+            else:
                 store.notify(
                     QUEUE_CHANNEL,
                     {
@@ -555,3 +603,16 @@ class Reads:
             if store.get_process(process_id) is None:
                 raise UnknownProcess(f"no process {process_id!r}")
             return store.process_work(process_id)
+
+
+def _duplicate(
+    exc: psycopg.errors.UniqueViolation, event_hash: str | None, work: WorkRow | None
+) -> Duplicate:
+    """What a unique key refusing an event's writes means (the checks before the writes
+    make this a race: another transaction did the same first)."""
+    constraint = exc.diag.constraint_name or ""
+    if constraint.startswith("automation_firings") and work is not None:
+        return already_fired(work, None)
+    if constraint == "events_hash_key":
+        return Duplicate(f"event {event_hash or ''} is already recorded")
+    return Duplicate(exc.diag.message_primary or "it already exists", constraint=constraint)

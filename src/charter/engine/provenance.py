@@ -1,10 +1,13 @@
 """The fire-time check of `input.meta.automation` (DESIGN §3, §6.4).
 
 Only the automation actor may fire, only for a durable work row the engine itself
-wrote, only while that row is claimed by the worker named in the provenance, and only
-with provenance identical to what the row says. A second event for the same work
-occurrence is refused by a unique key (`duplicate`), so racing workers or an expired
-lease never yield two events.
+wrote, only while that row is claimed by the worker named in the provenance, only once
+its occurrence is due by the engine's clock, and only with provenance identical to what
+the row says. A second event for the same work occurrence is refused by a unique key
+(`duplicate`), so racing workers or an expired lease never yield two events.
+
+The row is read with the event's other inputs (`Store.decision_inputs`, one round trip):
+`work_ref` says which row an event names, `work_row_for` judges it once it is read.
 """
 
 from __future__ import annotations
@@ -17,21 +20,33 @@ from charter.core.jsontypes import JsonValue
 from charter.core.timefmt import format_rfc3339
 from charter.engine.records import ActorContext
 from charter.engine.rules import has_automation_meta
-from charter.engine.store import Store
-from charter.engine.work import (
-    AUTO_ACTION,
-    SCHEDULED_ACTION,
-    ScheduledRow,
-    WorkRow,
-    without_provenance,
-)
+from charter.engine.store import FiringWork, WorkRef
+from charter.engine.work import AUTO_ACTION, SCHEDULED_ACTION, WorkRow, without_provenance
 
 
-def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkRow | None:
+def work_ref(envelope: Envelope) -> WorkRef | None:
+    """The (kind, work id) an event's provenance names, when it is well-formed enough to
+    look up; anything else is judged (and refused) by `work_row_for`."""
+    meta = _meta(envelope)
+    if not isinstance(meta, dict):
+        return None
+    kind, work_id = meta.get("kind"), meta.get("work_id")
+    if kind not in (SCHEDULED_ACTION, AUTO_ACTION):
+        return None
+    if not isinstance(work_id, str) or not _is_uuid(work_id):
+        return None
+    return str(kind), work_id
+
+
+def work_row_for(
+    loaded: FiringWork | None, envelope: Envelope, actor: ActorContext
+) -> FiringWork | None:
     """The claimed work row this event fires, or None for an ordinary event.
 
-    Raises ReservedField for forged or mismatched provenance and WrongState for a row
-    that is no longer claimed by the firing worker (cancelled, reclaimed, finished).
+    `loaded` is the row `work_ref(envelope)` named, as read with the event's inputs.
+    Raises ReservedField for forged or mismatched provenance, WrongState for a row that
+    is no longer claimed by the firing worker (cancelled, reclaimed, finished) and
+    NotDue for an occurrence the engine's clock has not reached.
     """
     if not has_automation_meta(envelope.input):
         if actor.is_automation:
@@ -41,9 +56,19 @@ def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkR
         return None
     if not actor.is_automation:
         raise ReservedField("input.meta.automation is reserved for the automation actor")
-    holder = envelope.input.get("meta")
-    meta = holder.get("automation") if isinstance(holder, dict) else None
-    row, due = _load(store, meta)
+    meta = _meta(envelope)
+    if not isinstance(meta, dict):
+        raise ReservedField("input.meta.automation must be an object")
+    kind, work_id = meta.get("kind"), meta.get("work_id")
+    if not isinstance(work_id, str) or not _is_uuid(work_id):
+        raise ReservedField("input.meta.automation.work_id must name a work row")
+    if kind not in (SCHEDULED_ACTION, AUTO_ACTION):
+        raise ReservedField(
+            f"input.meta.automation.kind must be {SCHEDULED_ACTION!r} or {AUTO_ACTION!r}"
+        )
+    if loaded is None:
+        raise ReservedField(f"input.meta.automation names no {kind} {work_id}")
+    row = loaded.row
     if row.process_id != envelope.process or row.action_name != envelope.action:
         raise ReservedField(
             f"work row {row.id} fires {row.action_name!r} on {row.process_id!r}, "
@@ -51,7 +76,7 @@ def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkR
         )
     if without_provenance(envelope.input) != row.action_data:
         raise ReservedField(f"the input does not match the data of work row {row.id}")
-    if not isinstance(meta, dict) or meta != row.provenance(worker=_worker(meta)):
+    if meta != row.provenance(worker=_worker(meta)):
         raise ReservedField(f"input.meta.automation does not match work row {row.id}")
     if row.status != "claimed" or row.claimed_by != meta.get("worker"):
         raise WrongState(
@@ -59,60 +84,35 @@ def work_row_for(store: Store, envelope: Envelope, actor: ActorContext) -> WorkR
             + (f" by {row.claimed_by}" if row.status == "claimed" else "")
             + "; it cannot fire now"
         )
-    if not due:
+    if not loaded.due:
         # The engine's clock decides, not the caller's: a claim made with an early `now`
         # must not fire an SLA escalation before its deadline.
-        assert isinstance(row, ScheduledRow)
         raise NotDue(
-            f"work row {row.id} is due at {format_rfc3339(row.run_at)}; it cannot fire before"
+            f"work row {row.id} is due at {format_rfc3339(row.occurrence)}; it cannot fire before"
         )
-    return row
+    return loaded
 
 
-def refuse_if_fired(store: Store, row: WorkRow) -> None:
+def refuse_if_fired(work: FiringWork) -> None:
     """Duplicate, naming the earlier event, when this occurrence already fired.
 
     Checked before the rules: a fired transition would otherwise look like a wrong
     state, and the worker would record a skip for work that in fact happened.
     """
-    fired = store.firing_event(row)
-    if fired is not None:
-        raise _already_fired(row, fired)
+    if work.fired_event is not None:
+        raise already_fired(work.row, work.fired_event)
 
 
-def record_firing(store: Store, row: WorkRow, event_hash: str) -> None:
-    """Claim the work occurrence for this event, in its transaction."""
-    if not store.insert_firing(row, event_hash):
-        raise _already_fired(row, store.firing_event(row))
-
-
-def _already_fired(row: WorkRow, event_hash: str | None) -> Duplicate:
+def already_fired(row: WorkRow, event_hash: str | None) -> Duplicate:
     return Duplicate(
         f"work row {row.id} already fired for {row.occurrence.isoformat()}",
         event_hash=event_hash,
     )
 
 
-def _load(store: Store, meta: JsonValue) -> tuple[WorkRow, bool]:
-    """The work row `meta` names, and whether it is due (queue rows always are)."""
-    if not isinstance(meta, dict):
-        raise ReservedField("input.meta.automation must be an object")
-    kind, work_id = meta.get("kind"), meta.get("work_id")
-    if not isinstance(work_id, str) or not _is_uuid(work_id):
-        raise ReservedField("input.meta.automation.work_id must name a work row")
-    found: tuple[WorkRow, bool] | None
-    if kind == SCHEDULED_ACTION:
-        found = store.scheduled_row(work_id)
-    elif kind == AUTO_ACTION:
-        queued = store.queue_row(work_id)
-        found = (queued, True) if queued is not None else None
-    else:
-        raise ReservedField(
-            f"input.meta.automation.kind must be {SCHEDULED_ACTION!r} or {AUTO_ACTION!r}"
-        )
-    if found is None:
-        raise ReservedField(f"input.meta.automation names no {kind} {work_id}")
-    return found
+def _meta(envelope: Envelope) -> JsonValue:
+    holder = envelope.input.get("meta")
+    return holder.get("automation") if isinstance(holder, dict) else None
 
 
 def _worker(meta: dict[str, JsonValue]) -> str | None:

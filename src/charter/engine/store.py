@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, LiteralString, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -20,9 +20,22 @@ from charter.core.ijson import loads
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.queries import query
 from charter.engine.records import ProcessView, StoredEvent
-from charter.engine.work import QueueRow, ScheduledRow, WorkRow
+from charter.engine.work import SCHEDULED_ACTION, QueueRow, ScheduledRow, WorkRow
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+# (kind, work id) of the work row an automated event names in its provenance.
+WorkRef = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class FiringWork:
+    """The work row an automated event fires, as the engine reads it at fire time."""
+
+    row: WorkRow
+    due: bool  # its occurrence is due by the engine's clock
+    fired_event: str | None  # the event that already fired this occurrence, if one did
 
 
 @dataclass(frozen=True)
@@ -30,12 +43,30 @@ class DecisionInputs:
     actor: tuple[str, tuple[str, ...], datetime | None, datetime | None] | None
     process: ProcessView | None
     version: str | None
+    now: datetime  # the transaction's clock: what the writes will record
+    work: FiringWork | None  # the work row named (None if none was, or it does not exist)
+
+
+@dataclass
+class BatchInputs:
+    """`DecisionInputs` for many events; the batch keeps them current as it writes."""
+
+    actor: tuple[str, tuple[str, ...], datetime | None, datetime | None] | None
+    processes: dict[str, ProcessView]
+    versions: dict[str, str]
+    now: datetime
+    work: dict[str, FiringWork]
 
 
 class Store:
     def __init__(self, conn: Conn, *, now: datetime | None = None) -> None:
         self.conn = conn
         self.now = now  # None: the database clock decides
+        self.writes = 0  # statements that write, sent (or queued) through this store
+
+    def _write(self, sql: LiteralString, params: dict[str, Any]) -> psycopg.Cursor[Any]:
+        self.writes += 1
+        return self.conn.execute(sql, params)
 
     # --- actors and workflows --------------------------------------------------------
 
@@ -48,27 +79,94 @@ class Store:
         return str(row[0]), tuple(row[1]), row[2], row[3]
 
     def decision_inputs(
-        self, *, public_key: str, process_id: str, workflow_path: str, lock: bool
+        self,
+        *,
+        public_key: str,
+        process_id: str,
+        workflow_path: str,
+        lock: bool,
+        work: WorkRef | None = None,
     ) -> DecisionInputs:
-        """The signer's actor, the process (locked when `lock`) and the current workflow
-        version, sent together: one round trip when the connection is in pipeline mode."""
+        """Everything an event is decided on, sent together (one round trip in pipeline
+        mode): the signer's actor, the process (locked when `lock`), the current workflow
+        version, the transaction's clock and, for an automated event, its work row."""
         actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
         process = self.conn.execute(
             query("lock_process" if lock else "get_process"), {"id": process_id}
         )
         version = self.conn.execute(query("current_workflow_version"), {"path": workflow_path})
+        clock = self.conn.execute(query("transaction_now")) if self.now is None else None
+        found = None
+        if work is not None:
+            kind, work_id = work
+            name = (
+                "scheduled_work_for_firing" if kind == SCHEDULED_ACTION else "queue_work_for_firing"
+            )
+            found = self.conn.cursor(row_factory=dict_row)
+            found.execute(query(name), {"id": work_id, "now": self.now})
         actor_row, process_row, version_row = (
             actor.fetchone(),
             process.fetchone(),
             version.fetchone(),
         )
+        now = self.now if clock is None else clock.fetchone()[0]  # type: ignore[index]
+        work_row = found.fetchone() if found is not None else None
         return DecisionInputs(
             actor=(str(actor_row[0]), tuple(actor_row[1]), actor_row[2], actor_row[3])
             if actor_row
             else None,
             process=process_from_row(process_row) if process_row else None,
             version=str(version_row[0]) if version_row else None,
+            now=cast(datetime, now),
+            work=_firing_work(work_row) if work_row is not None else None,
         )
+
+    def batch_inputs(
+        self,
+        *,
+        public_key: str,
+        process_ids: Sequence[str],
+        workflow_paths: Sequence[str],
+        work: Sequence[WorkRef],
+    ) -> BatchInputs:
+        """What a batch of automated events is decided on, read at once (one round trip
+        in pipeline mode): the signer's actor, the processes (locked), their workflows'
+        current versions, the transaction's clock and the work rows the events fire."""
+        actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
+        processes = self.conn.execute(query("batch_processes"), {"ids": list(process_ids)})
+        versions = self.conn.execute(
+            query("batch_workflow_versions"), {"paths": list(workflow_paths)}
+        )
+        clock = self.conn.execute(query("transaction_now")) if self.now is None else None
+        scheduled = [work_id for kind, work_id in work if kind == SCHEDULED_ACTION]
+        queued = [work_id for kind, work_id in work if kind != SCHEDULED_ACTION]
+        lanes = [
+            self.conn.cursor(row_factory=dict_row).execute(
+                query(name), {"ids": ids, "now": self.now}
+            )
+            for name, ids in (("batch_scheduled_work", scheduled), ("batch_queue_work", queued))
+            if ids
+        ]
+        actor_row = actor.fetchone()
+        found = {str(row[0]): process_from_row(row) for row in processes.fetchall()}
+        current = {str(path): str(version) for path, version in versions.fetchall()}
+        now = self.now if clock is None else clock.fetchone()[0]  # type: ignore[index]
+        rows = [_firing_work(row) for lane in lanes for row in lane.fetchall()]
+        return BatchInputs(
+            actor=(str(actor_row[0]), tuple(actor_row[1]), actor_row[2], actor_row[3])
+            if actor_row
+            else None,
+            processes=found,
+            versions=current,
+            now=cast(datetime, now),
+            work={str(w.row.id): w for w in rows},
+        )
+
+    def flush(self) -> None:
+        """Send everything queued and wait for it: a refusal by the database (a unique
+        key, a trigger) is raised here, not at some later statement or the COMMIT."""
+        with self.conn.pipeline():
+            pass  # leaving a (nested) pipeline block syncs it
 
     def current_workflow_version(self, path: str) -> str | None:
         row = self.conn.execute(query("current_workflow_version"), {"path": path}).fetchone()
@@ -102,7 +200,7 @@ class Store:
         parent_event_hash: str | None = None,
     ) -> bool:
         """Insert a head-less process row; False when the id is already taken."""
-        row = self.conn.execute(
+        row = self._write(
             query("insert_process"),
             {
                 "id": process_id,
@@ -118,8 +216,8 @@ class Store:
 
     def advance_process(
         self, *, process_id: str, state: str, data: JsonObject, head_hash: str, seq: int
-    ) -> ProcessView:
-        row = self.conn.execute(
+    ) -> None:
+        self._write(
             query("advance_process"),
             {
                 "id": process_id,
@@ -129,9 +227,7 @@ class Store:
                 "seq": seq,
                 "now": self.now,
             },
-        ).fetchone()
-        assert row is not None, "advance_process runs on a locked, existing row"
-        return process_from_row(row)
+        )
 
     # --- events ----------------------------------------------------------------------
 
@@ -153,7 +249,7 @@ class Store:
         workflow_version: str,
         cause_hash: str | None = None,
     ) -> None:
-        self.conn.execute(
+        self._write(
             query("insert_event"),
             {
                 "process_id": process_id,
@@ -186,9 +282,9 @@ class Store:
 
     def cancel_schedules(
         self, *, process_id: str, schedule_ids: Sequence[str], event_hash: str, reason: str
-    ) -> list[tuple[str, str, str, datetime]]:
-        """Cancel live rows; returns (id, schedule_id, action, run_at) of each."""
-        rows = self.conn.execute(
+    ) -> None:
+        """Cancel live rows, each with its NOTIFY hint (sent from SQL: only it knows them)."""
+        self._write(
             query("cancel_schedules"),
             {
                 "process_id": process_id,
@@ -197,12 +293,12 @@ class Store:
                 "reason": reason,
                 "now": self.now,
             },
-        ).fetchall()
-        return [(str(r[0]), str(r[1]), str(r[2]), cast(datetime, r[3])) for r in rows]
+        )
 
     def insert_schedule(
         self,
         *,
+        work_id: str,
         schedule_id: str,
         process_id: str,
         workflow_path: str,
@@ -215,10 +311,11 @@ class Store:
         event_hash: str,
         action: str,
         actor: str,
-    ) -> str:
-        row = self.conn.execute(
+    ) -> None:
+        self._write(
             query("insert_scheduled_action"),
             {
+                "id": work_id,
                 "schedule_id": schedule_id,
                 "process_id": process_id,
                 "workflow_path": workflow_path,
@@ -233,13 +330,12 @@ class Store:
                 "actor": actor,
                 "now": self.now,
             },
-        ).fetchone()
-        assert row is not None
-        return str(row[0])
+        )
 
     def insert_auto_work(
         self,
         *,
+        work_id: str,
         process_id: str,
         workflow_path: str,
         action_name: str,
@@ -252,12 +348,13 @@ class Store:
         cascade_origin: str | None = None,
         error: str | None = None,
         reason: str = "auto action became available",
-    ) -> str | None:
+    ) -> None:
         """Queue an automatic action (written failed when `error` says why it cannot
-        fire); None if this event already queued it."""
-        row = self.conn.execute(
+        fire); nothing happens if this event already queued it."""
+        self._write(
             query("insert_auto_work"),
             {
+                "id": work_id,
                 "cascade_depth": cascade_depth,
                 "cascade_origin": cascade_origin,
                 "error": error,
@@ -272,8 +369,7 @@ class Store:
                 "actor": actor,
                 "now": self.now,
             },
-        ).fetchone()
-        return str(row[0]) if row else None
+        )
 
     def cascade_chain(self, process_id: str, origin: str) -> list[str]:
         """The actions of `process_id`'s events from `origin` on (empty if it is elsewhere)."""
@@ -282,22 +378,10 @@ class Store:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
-    def scheduled_row(self, work_id: str) -> tuple[ScheduledRow, bool] | None:
-        """A scheduled action, and whether its occurrence is due by the engine's clock."""
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(
-                query("scheduled_action_row"), {"id": work_id, "now": self.now}
-            ).fetchone()
-        return (ScheduledRow.from_dict(row), bool(row["due"])) if row else None
-
-    def queue_row(self, work_id: str) -> QueueRow | None:
-        with self.conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(query("automation_queue_row"), {"id": work_id}).fetchone()
-        return QueueRow.from_dict(row) if row else None
-
-    def insert_firing(self, row: WorkRow, event_hash: str) -> bool:
-        """Record the occurrence `row` fired; False if it had already fired."""
-        inserted = self.conn.execute(
+    def insert_firing(self, row: WorkRow, event_hash: str) -> None:
+        """Record the occurrence `row` fired; if it had fired already, the flush raises
+        a unique violation."""
+        self._write(
             query("insert_firing"),
             {
                 "work_id": row.id,
@@ -307,15 +391,7 @@ class Store:
                 "event_hash": event_hash,
                 "now": self.now,
             },
-        ).fetchone()
-        return inserted is not None
-
-    def firing_event(self, row: WorkRow) -> str | None:
-        """The hash of the event that already fired `row`'s occurrence, if any."""
-        found = self.conn.execute(
-            query("firing_event"), {"work_id": row.id, "occurrence": row.occurrence}
-        ).fetchone()
-        return str(found[0]) if found else None
+        )
 
     def process_work(self, process_id: str) -> tuple[list[JsonObject], list[JsonObject]]:
         """(scheduled rows, queue rows) of a process, as JSON objects."""
@@ -340,7 +416,7 @@ class Store:
         message: str = "",
         detail: JsonObject | None = None,
     ) -> None:
-        self.conn.execute(
+        self._write(
             query("log"),
             {
                 "level": level,
@@ -359,7 +435,15 @@ class Store:
     def notify(self, channel: str, payload: JsonObject) -> None:
         """A hint delivered at commit; ids only, far below NOTIFY's 8000-byte limit."""
         text = json.dumps(payload, separators=(",", ":"), sort_keys=True)
-        self.conn.execute(query("notify"), {"channel": channel, "payload": text})
+        self._write(query("notify"), {"channel": channel, "payload": text})
+
+
+def _firing_work(row: dict[str, Any]) -> FiringWork:
+    record: WorkRow = (
+        ScheduledRow.from_dict(row) if "schedule_id" in row else QueueRow.from_dict(row)
+    )
+    fired = row["fired_event"]
+    return FiringWork(record, bool(row["due"]), str(fired) if fired is not None else None)
 
 
 def process_from_row(row: tuple[Any, ...]) -> ProcessView:

@@ -191,7 +191,6 @@ ALTER TABLE charter.events ADD CONSTRAINT events_kind_check CHECK ((kind = ANY (
 ALTER TABLE charter.events ADD CONSTRAINT events_pkey PRIMARY KEY (process_id, seq);
 ALTER TABLE charter.events ADD CONSTRAINT events_prev_hash_check CHECK ((prev_hash ~ '^[0-9a-f]{64}$'::text));
 ALTER TABLE charter.events ADD CONSTRAINT events_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
-ALTER TABLE charter.events ADD CONSTRAINT events_process_id_prev_hash_key UNIQUE (process_id, prev_hash);
 ALTER TABLE charter.events ADD CONSTRAINT events_seq_check CHECK ((seq >= 1));
 ALTER TABLE charter.events ADD CONSTRAINT events_signature_check CHECK ((signature ~ '^[0-9a-f]{128}$'::text));
 ALTER TABLE charter.events ADD CONSTRAINT events_workflow_version_fkey FOREIGN KEY (workflow_version) REFERENCES workflow_definitions(version);

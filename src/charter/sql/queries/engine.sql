@@ -68,37 +68,43 @@ UPDATE charter.processes
 SET state = %(state)s, data = %(data)s, head_hash = %(head_hash)s, seq = %(seq)s,
     updated_at = coalesce(%(now)s, now())
 WHERE id = %(id)s
-RETURNING id, workflow_path, state, data, head_hash, seq, parent_id, parent_event_hash,
-          created_at, updated_at
 
 -- cancel_schedules --
--- Cancel the live rows of schedule ids on a process (by `cancel`, or replaced).
-UPDATE charter.scheduled_actions
-SET status = 'cancelled', cancelled_at = coalesce(%(now)s, now()),
-    cancelled_by_event_hash = %(event_hash)s, cancel_reason = %(reason)s
-WHERE process_id = %(process_id)s
-  AND schedule_id = ANY (%(schedule_ids)s)
-  AND status IN ('active', 'claimed')
-RETURNING id, schedule_id, action_name, run_at
+-- Cancel the live rows of schedule ids on a process (by `cancel`, or replaced), with a
+-- NOTIFY hint for each (delivered at commit).
+WITH cancelled AS (
+    UPDATE charter.scheduled_actions
+    SET status = 'cancelled', cancelled_at = coalesce(%(now)s, now()),
+        cancelled_by_event_hash = %(event_hash)s, cancel_reason = %(reason)s
+    WHERE process_id = %(process_id)s
+      AND schedule_id = ANY (%(schedule_ids)s)
+      AND status IN ('active', 'claimed')
+    RETURNING id, process_id, workflow_path, action_name, run_at
+)
+SELECT id, pg_notify('scheduled_actions_changed', json_build_object(
+    'id', id, 'process_id', process_id, 'workflow_path', workflow_path,
+    'action_name', action_name,
+    'run_at', to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'kind', 'scheduled_action', 'op', 'cancelled')::text)
+FROM cancelled
 
 -- insert_scheduled_action --
 -- A scheduled action with its provenance.
-INSERT INTO charter.scheduled_actions (schedule_id, process_id, workflow_path, action_name,
-    action_data, run_at, interval, until_ts, max_count, created_event_hash, created_by_action,
-    created_by_actor, created_at)
-VALUES (%(schedule_id)s, %(process_id)s, %(workflow_path)s, %(action_name)s, %(action_data)s,
-        %(run_at)s, %(interval)s, %(until_ts)s, %(max_count)s, %(event_hash)s, %(action)s,
-        %(actor)s, coalesce(%(now)s, now()))
-RETURNING id
+INSERT INTO charter.scheduled_actions (id, schedule_id, process_id, workflow_path,
+    action_name, action_data, run_at, interval, until_ts, max_count, created_event_hash,
+    created_by_action, created_by_actor, created_at)
+VALUES (%(id)s, %(schedule_id)s, %(process_id)s, %(workflow_path)s, %(action_name)s,
+        %(action_data)s, %(run_at)s, %(interval)s, %(until_ts)s, %(max_count)s, %(event_hash)s,
+        %(action)s, %(actor)s, coalesce(%(now)s, now()))
 
 -- insert_auto_work --
 -- Queue an automatic action, once per (process, action, causing event); with an error
 -- (its data does not render, the cascade limit is reached) it is written failed at once.
-INSERT INTO charter.automation_queue (process_id, workflow_path, action_name, action_data,
+INSERT INTO charter.automation_queue (id, process_id, workflow_path, action_name, action_data,
     reason, available_state, queued_by_event_hash, queued_by_action, queued_by_actor, queued_at,
     cascade_depth, cascade_origin_event_hash,
     status, completed_at, last_attempt_at, last_attempt_result, last_error)
-SELECT %(process_id)s, %(workflow_path)s, %(action_name)s, %(action_data)s, %(reason)s,
+SELECT %(id)s, %(process_id)s, %(workflow_path)s, %(action_name)s, %(action_data)s, %(reason)s,
        %(available_state)s, %(event_hash)s, %(action)s, %(actor)s, t.now,
        %(cascade_depth)s, %(cascade_origin)s,
        CASE WHEN e.error IS NULL THEN 'pending' ELSE 'failed' END,
@@ -109,7 +115,6 @@ SELECT %(process_id)s, %(workflow_path)s, %(action_name)s, %(action_data)s, %(re
 FROM (SELECT coalesce(%(now)s::timestamptz, now()) AS now) t,
      (SELECT %(error)s::text AS error) e
 ON CONFLICT (process_id, action_name, queued_by_event_hash) DO NOTHING
-RETURNING id
 
 -- log --
 -- Append a system log row.
@@ -175,15 +180,25 @@ FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
 
--- scheduled_action_row --
--- One scheduled action by id (for the provenance check at fire time), and whether its
--- occurrence is due by the engine's clock.
-SELECT *, run_at <= coalesce(%(now)s::timestamptz, now()) AS due
-FROM charter.scheduled_actions WHERE id = %(id)s
+-- scheduled_work_for_firing --
+-- The scheduled action an event fires (for the provenance check at fire time), whether
+-- its occurrence is due by the engine's clock, and the event that already fired that
+-- occurrence, if one did.
+SELECT s.*, s.run_at <= coalesce(%(now)s::timestamptz, now()) AS due,
+       (SELECT f.event_hash FROM charter.automation_firings f
+        WHERE f.work_id = s.id AND f.occurrence = s.run_at) AS fired_event
+FROM charter.scheduled_actions s WHERE s.id = %(id)s
 
--- automation_queue_row --
--- One automatic-action queue row by id (for the provenance check at fire time).
-SELECT * FROM charter.automation_queue WHERE id = %(id)s
+-- queue_work_for_firing --
+-- The automatic-action queue row an event fires, and the event that already fired it.
+SELECT q.*, true AS due,
+       (SELECT f.event_hash FROM charter.automation_firings f
+        WHERE f.work_id = q.id AND f.occurrence = q.queued_at) AS fired_event
+FROM charter.automation_queue q WHERE q.id = %(id)s
+
+-- transaction_now --
+-- The database's clock for this transaction (what coalesce(now, now()) writes).
+SELECT now()
 
 -- insert_firing --
 -- Record that a work occurrence fired; a second event for it violates the primary key.
@@ -191,13 +206,6 @@ INSERT INTO charter.automation_firings (work_id, kind, occurrence, process_id, e
                                         fired_at)
 VALUES (%(work_id)s, %(kind)s, %(occurrence)s, %(process_id)s, %(event_hash)s,
         coalesce(%(now)s, now()))
-ON CONFLICT DO NOTHING
-RETURNING work_id
-
--- firing_event --
--- The event that fired a work occurrence, if it fired.
-SELECT event_hash FROM charter.automation_firings
-WHERE work_id = %(work_id)s AND occurrence = %(occurrence)s
 
 -- cascade_chain --
 -- The actions of a process's events from the one that began an automatic cascade on.
@@ -206,3 +214,34 @@ WHERE process_id = %(process_id)s
   AND seq >= (SELECT seq FROM charter.events
              WHERE hash = %(origin)s AND process_id = %(process_id)s)
 ORDER BY seq
+
+-- batch_processes --
+-- The processes a batch of automated events fires on, locked as lock_process locks one
+-- (the worker's claim already holds them: this never waits for another transaction).
+SELECT id, workflow_path, state, data, head_hash, seq, parent_id, parent_event_hash,
+       created_at, updated_at
+FROM charter.processes
+WHERE id = ANY (%(ids)s)
+ORDER BY id
+FOR NO KEY UPDATE
+
+-- batch_workflow_versions --
+-- The version deployed last at each of several paths.
+SELECT DISTINCT ON (path) path, version
+FROM charter.workflow_deployments
+WHERE path = ANY (%(paths)s)
+ORDER BY path, revision DESC
+
+-- batch_scheduled_work --
+-- Scheduled actions a batch fires, as scheduled_work_for_firing reads one.
+SELECT s.*, s.run_at <= coalesce(%(now)s::timestamptz, now()) AS due,
+       (SELECT f.event_hash FROM charter.automation_firings f
+        WHERE f.work_id = s.id AND f.occurrence = s.run_at) AS fired_event
+FROM charter.scheduled_actions s WHERE s.id = ANY (%(ids)s::uuid[])
+
+-- batch_queue_work --
+-- Queue rows a batch fires, as queue_work_for_firing reads one.
+SELECT q.*, true AS due,
+       (SELECT f.event_hash FROM charter.automation_firings f
+        WHERE f.work_id = q.id AND f.occurrence = q.queued_at) AS fired_event
+FROM charter.automation_queue q WHERE q.id = ANY (%(ids)s::uuid[])
