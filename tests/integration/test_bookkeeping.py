@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 
 from charter.auth.tokens import create_token
 from charter.automation.bookkeeping import Bookkeeping
-from charter.core.errors import CharterError, LeaseLost, PermissionDenied
+from charter.core.errors import CharterError, IntegrityViolation, LeaseLost, PermissionDenied
 from charter.db.database import Database, Role, connect
 from charter.db.queries import query
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow
@@ -218,6 +218,19 @@ def test_racing_claimers_never_share_a_row(world: World) -> None:
 # --- results, per lane ----------------------------------------------------------------------
 
 
+def _record_firing(world: World, row: WorkRow, event_hash: str) -> str:
+    """As the engine records a firing in the fired event's transaction (here the event is
+    any real one: bookkeeping only checks that the firing is recorded)."""
+    with connect(world.database.url) as owner:
+        owner.execute(
+            "INSERT INTO charter.automation_firings (work_id, kind, occurrence, process_id,"
+            " event_hash) VALUES (%s, %s, %s, %s, %s)",
+            (row.id, row.kind, row.occurrence, row.process_id, event_hash),
+        )
+        owner.commit()
+    return event_hash
+
+
 def _claimed_pair(world: World) -> tuple[ScheduledRow, QueueRow, str]:
     [(pid, opened)] = _open(world, 1)
     world.clock.advance(hours=1)
@@ -229,6 +242,7 @@ def _claimed_pair(world: World) -> tuple[ScheduledRow, QueueRow, str]:
 
 def test_complete_scheduled_exhausts_a_one_shot(world: World) -> None:
     sched, _, event_hash = _claimed_pair(world)
+    _record_firing(world, sched, event_hash)
     _call(world, lambda b: b.complete(sched, event_hash, None))
     row = _row(world, sched)
     assert (row["status"], row["fire_count"], row["attempts"]) == ("exhausted", 1, 1)
@@ -243,6 +257,7 @@ def test_complete_scheduled_exhausts_a_one_shot(world: World) -> None:
 
 def test_complete_scheduled_with_a_next_run_goes_back_to_active(world: World) -> None:
     sched, _, event_hash = _claimed_pair(world)
+    _record_firing(world, sched, event_hash)
     following = sched.run_at + timedelta(days=1)
     _call(world, lambda b: b.complete(sched, event_hash, following))
     row = _row(world, sched)
@@ -312,6 +327,7 @@ def test_release_scheduled_gives_the_row_back_untouched(world: World) -> None:
 
 def test_complete_queue(world: World) -> None:
     _, queued, event_hash = _claimed_pair(world)
+    _record_firing(world, queued, event_hash)
     _call(world, lambda b: b.complete(queued, event_hash, None))
     row = _row(world, queued)
     assert (row["status"], row["attempts"], row["last_attempt_result"]) == (
@@ -364,6 +380,68 @@ def test_release_queue(world: World) -> None:
     _assert_lease_cleared(row)
 
 
+# --- held rows: the batched path, with no lease ------------------------------------------------
+
+
+def test_rows_locked_in_a_batch_are_recorded_without_a_token_in_that_transaction(
+    world: World,
+) -> None:
+    [(_, opened)] = _open(world, 1)
+    world.clock.advance(hours=1)
+    with world.database.connection(Role.WORKER) as conn, conn.transaction():
+        books = _books(conn, world)
+        queued, sched = books.lock_due(limit=10)
+        assert (queued.status, sched.status) == ("pending", "active")  # no claim written
+        assert queued.lease_token is None
+        assert sched.lease_token is None
+        _record_firing(world, sched, opened)
+        books.complete(sched, opened, None)
+        books.skip(queued, "wrong_state: moved on", None)
+    assert (_row(world, sched)["status"], _row(world, queued)["status"]) == (
+        "exhausted", "skipped",
+    )  # fmt: skip
+
+
+def test_locked_rows_are_invisible_to_other_lockers_and_claimers(world: World) -> None:
+    _open(world, 2)
+    world.clock.advance(hours=1)
+    with world.database.connection(Role.WORKER) as conn, conn.transaction():
+        held = _books(conn, world).lock_due(limit=2)
+        assert len(held) == 2
+        with world.database.connection(Role.WORKER) as other, other.transaction():
+            others = _books(other, world, "w2").lock_due(limit=10)
+            assert {r.id for r in others}.isdisjoint({r.id for r in held})
+        assert not {r.id for r in _claim_queue(world, "w3")} & {r.id for r in held}
+
+
+def test_tokenless_bookkeeping_needs_a_due_unclaimed_row(world: World) -> None:
+    sched, queued, event_hash = _claimed_pair(world)  # claimed under a lease
+    later = world.clock.now() + timedelta(hours=1)
+    for row in (sched, queued):
+        for attempt in _every_result(replace(row, lease_token=None), event_hash, later):
+            with pytest.raises(LeaseLost):
+                _call(world, attempt)
+    [(_, fresh)] = _open(world, 1)  # due in an hour: not yet
+    with world.database.connection(Role.READER) as conn:
+        found = conn.execute(
+            "SELECT id FROM charter.scheduled_actions WHERE status = 'active' AND"
+            " created_event_hash = %s",
+            (fresh,),
+        ).fetchone()
+    assert found is not None
+    not_due = replace(sched, id=uuid.UUID(str(found[0])), lease_token=None)
+    with pytest.raises(LeaseLost):
+        _call(world, lambda b: b.skip(not_due, "too early", None))
+
+
+def test_a_row_is_completed_only_with_the_event_that_fired_it(world: World) -> None:
+    sched, _, event_hash = _claimed_pair(world)
+    before = _work_tables(world)
+    with pytest.raises(IntegrityViolation, match="was not fired by event"):
+        _call(world, lambda b: b.complete(sched, event_hash, None))
+    assert _work_tables(world) == before
+
+
 # --- lease tokens ----------------------------------------------------------------------------
 
 
@@ -412,6 +490,7 @@ def test_a_stale_lease_after_reclaim_is_lease_lost(world: World) -> None:
                 _call(world, attempt)
             assert _work_tables(world) == before
     # The new holder's results still land.
+    _record_firing(world, sched2, event_hash)
     _call(world, lambda b: b.complete(sched2, event_hash, None), "w2")
     assert _row(world, sched)["status"] == "exhausted"
 
@@ -531,6 +610,8 @@ FUNCTIONS = [
     "release_automation_work",
     "reclaim_expired_leases",
     "log_worker_attempt",
+    "lock_due_scheduled",
+    "lock_ready_queue",
 ]
 
 
@@ -541,14 +622,18 @@ def test_bookkeeping_functions_cannot_change_processes_events_registry_actors_or
         create_token(conn, scopes=["processes:read"], name="kept")
         conn.commit()
     opened = _open(world, 4)
-    before = _protected(world)
     # Every function with valid arguments, through the typed wrappers, both lanes.
     world.clock.advance(hours=1)
     rows: list[WorkRow] = [*_claim_scheduled(world, limit=4), *_claim_queue(world, limit=4)]
     assert len(rows) == 8
+    fired_by = {  # the two rows completed below, as if each had fired
+        rows[0].id: _record_firing(world, rows[0], opened[0][1]),
+        rows[4].id: _record_firing(world, rows[4], opened[1][1]),
+    }
+    before = _protected(world)
     next_run = world.clock.now() + timedelta(days=1)
     results: list[Callable[[Bookkeeping, WorkRow], object]] = [
-        lambda b, r: b.complete(r, opened[0][1], None),
+        lambda b, r: b.complete(r, fired_by[r.id], None),
         lambda b, r: b.skip(r, "skip", next_run),
         lambda b, r: b.fail(r, "fail"),
         lambda b, r: b.retry(r, next_run, "retry"),

@@ -16,6 +16,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from charter.core.jsontypes import JsonObject
+from charter.db.database import answered
+from charter.db.payloads import dumps_payload
 from charter.db.queries import query
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow
 
@@ -25,19 +27,38 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 class Bookkeeping:
     """One worker's view of the work tables; `now=None` lets the database clock decide."""
 
-    def __init__(self, conn: Conn, worker: str, *, now: datetime | None = None) -> None:
+    def __init__(
+        self, conn: Conn, worker: str, *, now: datetime | None = None, buffered: bool = False
+    ) -> None:
         self.conn = conn
         self.worker = worker
         self.now = now
+        # Buffered, the recording calls wait until `send()`: one record_results_v1 call
+        # carries a whole batch's bookkeeping. Unbuffered, each is sent as it is made.
+        self.buffered = buffered
+        self._calls: list[dict[str, Any]] = []
 
     def _rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self.conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(query(name), {"now": self.now, **params}).fetchall()
+            with answered(self.conn):
+                cur.execute(query(name), {"now": self.now, **params})
+            return cur.fetchall()
 
     def _call(self, name: str, params: dict[str, Any]) -> None:
         # No fetch: in pipeline mode the call travels with what follows, and a refusal
         # (lease_lost) is raised at the next sync, the commit at the latest.
-        self.conn.execute(query(name), {"now": self.now, **params})
+        if self.buffered:
+            self._calls.append({"fn": name, "now": self.now, **params})
+            return
+        adapted = {k: Jsonb(v) if isinstance(v, dict) else v for k, v in params.items()}
+        self.conn.execute(query(name), {"now": self.now, **adapted})
+
+    def send(self) -> None:
+        """Queue the waiting recording calls as one statement (nothing is waited for)."""
+        if self._calls:
+            calls, self._calls = self._calls, []
+            text = dumps_payload(calls)
+            self.conn.execute(query("record_results"), {"calls": text})
 
     def claim_scheduled(self, *, lease_seconds: int, limit: int) -> list[ScheduledRow]:
         rows = self._rows(
@@ -69,22 +90,24 @@ class Bookkeeping:
         )
         return QueueRow.from_dict(rows[0]) if rows else None
 
-    def claim_due_locked(self, *, lease_seconds: int, limit: int) -> list[WorkRow]:
-        """Claim ready queue rows, then due scheduled actions, up to `limit` in all, and
-        lock their processes until the transaction ends (the batched firing path)."""
-        params = {"worker": self.worker, "lease_seconds": lease_seconds, "limit": limit}
+    def lock_due(self, *, limit: int) -> list[WorkRow]:
+        """Lock ready queue rows, then due scheduled actions, up to `limit` in all, and
+        their processes, until the transaction ends (the batched firing path: the lock is
+        the claim; the rows stay pending/active, recorded with no lease token)."""
+        params = {"limit": limit}
         rows: list[WorkRow] = [
-            QueueRow.from_dict(r) for r in self._rows("claim_ready_queue", params)
+            QueueRow.from_dict(r) for r in self._rows("lock_ready_queue", params)
         ]
         if len(rows) < limit:
             params["limit"] = limit - len(rows)
-            rows.extend(
-                ScheduledRow.from_dict(r) for r in self._rows("claim_due_scheduled", params)
-            )
+            scheduled = self._rows("lock_due_scheduled", params)
+            rows.extend(ScheduledRow.from_dict(r) for r in scheduled)
         return rows
 
     def process_heads(self, process_ids: Iterable[str]) -> dict[str, str | None]:
-        found = self.conn.execute(query("process_heads"), {"ids": list(process_ids)}).fetchall()
+        with answered(self.conn):
+            cursor = self.conn.execute(query("process_heads"), {"ids": list(process_ids)})
+        found = cursor.fetchall()
         return {str(pid): (str(head) if head is not None else None) for pid, head in found}
 
     def limit_batch(self, *, lock_timeout_ms: int, idle_timeout_ms: int) -> None:
@@ -158,8 +181,8 @@ class Bookkeeping:
         message: str = "",
         detail: JsonObject | None = None,
     ) -> None:
-        self.conn.execute(
-            query("log_worker_attempt"),
+        self._call(
+            "log_worker_attempt",
             {
                 "kind": kind,
                 "level": level,
@@ -168,8 +191,7 @@ class Bookkeeping:
                 "action": action,
                 "event_hash": event_hash,
                 "message": message,
-                "detail": Jsonb(detail or {}),
-                "now": self.now,
+                "detail": detail or {},
             },
         )
 

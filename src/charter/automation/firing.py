@@ -140,11 +140,9 @@ class Firer:
             conn.pipeline(),
             conn.transaction(),
         ):
-            books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none())
+            books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none(), buffered=True)
             self._limit(books)
-            rows = books.claim_due_locked(
-                lease_seconds=self.limits.lease_seconds, limit=self.limits.size
-            )
+            rows = books.lock_due(limit=self.limits.size)
             outcome.claimed = len(rows)
             claimed(len(rows))
             if not rows:
@@ -157,9 +155,9 @@ class Firer:
             else:
                 fired = self._all_at_once(books, rows, tally, stopping)
             outcome.results = [self._record(books, result) for result in fired]
+            books.send()  # the batch's bookkeeping, one statement, with the COMMIT
+            # The worker is stopping: the rest were only locked, and stay as they were.
             outcome.released = len(rows) - len(fired)
-            for rest in rows[len(fired) :]:
-                books.release(rest)  # the worker is stopping: back untouched
         tally.count()
         return outcome
 
@@ -238,7 +236,7 @@ class Firer:
     def _submit(
         self, row: WorkRow, head: str | None, apply: Callable[[Submission], Accepted]
     ) -> FireResult:
-        envelope = envelope_for(row, head, self.key, self.clock.now())
+        envelope = envelope_for(row, head, self.key, self.clock.now(), self.worker_id)
         try:
             accepted = apply(sign(envelope, self.key))
         except BatchAborted:

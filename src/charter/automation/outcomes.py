@@ -68,14 +68,16 @@ class FiringPolicy:
         return now + timedelta(seconds=delay)
 
 
-def envelope_for(row: WorkRow, head: str | None, key: SecretKey, at: datetime) -> Envelope:
-    """The event that fires `row` on `head`: the row's data plus its provenance."""
+def envelope_for(
+    row: WorkRow, head: str | None, key: SecretKey, at: datetime, worker: str
+) -> Envelope:
+    """The event `worker` fires `row` with on `head`: the row's data plus its provenance."""
     return Envelope(
         v=1,
         process=row.process_id,
         workflow=row.workflow_path,
         action=row.action_name,
-        input=fired_input(row),
+        input=fired_input(row, worker),
         prev=head,
         actor=key.public_key_hex,
         at=format_rfc3339(at),

@@ -55,6 +55,19 @@ _SET_LOCAL_ROLE = {
 }
 
 
+@contextmanager
+def answered(conn: Conn) -> Iterator[None]:
+    """The statements run inside are sent, and answered, as one complete request (they
+    end with a Sync) when the block exits; read their cursors after it.
+
+    In pipeline mode a plain fetch only asks the server to flush: it never learns that the
+    request is over, stays "active", and does not arm `idle_in_transaction_session_timeout`
+    — a client paused then (SIGSTOP, a stalled VM) would hold its locks for good. Every
+    read of a transaction that goes on to work in Python goes through here."""
+    with conn.pipeline():
+        yield
+
+
 def _assume(conn: psycopg.Connection[object], role: Role | None) -> None:
     if role is not None:
         conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role.value)))

@@ -20,6 +20,7 @@ CHAIN_VIOLATION = "CHA02"
 HEAD_VIOLATION = "CHA03"
 IMMUTABLE_COLUMN = "CHA04"
 LEASE_MISMATCH = "CHA05"
+NOT_FIRED_BY = "CHA06"
 
 # Text the database cannot hold: an invalid byte sequence (22021) or a character with no
 # equivalent (22P05: `\u0000` in jsonb). These come from the values a client sent.
@@ -33,6 +34,7 @@ _CHARTER_CODES: dict[str, type[errors.CharterError]] = {
     HEAD_VIOLATION: errors.ChainViolation,
     IMMUTABLE_COLUMN: errors.AppendOnlyViolation,
     LEASE_MISMATCH: errors.LeaseLost,
+    NOT_FIRED_BY: errors.IntegrityViolation,
 }
 
 

@@ -50,7 +50,7 @@ class EngineBatch:
         work: Sequence[WorkRef],
     ) -> None:
         self.engine = engine
-        self.store = Store(conn, now=engine.clock.now_or_none())
+        self.store = Store(conn, now=engine.clock.now_or_none(), buffered=True)
         self.inputs = self.store.batch_inputs(
             public_key=public_key,
             process_ids=sorted(set(process_ids)),

@@ -150,13 +150,14 @@ class Engine:
             # Pipeline mode: statements whose results are not needed yet travel together
             # (the reads, then the writes with the COMMIT), saving round trips.
             tally = Tally()
-            with (
-                self.database.connection(Role.ENGINE) as conn,
-                conn.pipeline(),
-                conn.transaction(),
-            ):
-                store = Store(conn, now=self.clock.now_or_none())
-                accepted = self._apply(store, submission, tally)
+            with self.database.connection(Role.ENGINE) as conn, conn.pipeline():
+                try:
+                    with conn.transaction():
+                        store = Store(conn, now=self.clock.now_or_none(), buffered=True)
+                        accepted = self._apply(store, submission, tally, flush=False)
+                        store.send()  # the writes go with the COMMIT: one round trip
+                except psycopg.errors.UniqueViolation as exc:
+                    raise _duplicate(exc, envelope.hash(), None) from exc
         except CharterError as exc:
             self.record_rejection(exc, envelope)
             raise
@@ -183,7 +184,8 @@ class Engine:
             # is raised inside the savepoint and undoes only this event.
             with conn.transaction():
                 act_as(conn, Role.ENGINE)  # undone by the savepoint's rollback on refusal
-                accepted = self._apply(Store(conn, now=self.clock.now_or_none()), submission, tally)
+                store = Store(conn, now=self.clock.now_or_none(), buffered=True)
+                accepted = self._apply(store, submission, tally)
             act_as(conn, caller)
         except CharterError as exc:
             if exc.code in SUBMISSION_CODES:
@@ -230,7 +232,14 @@ class Engine:
                 f"at most {self.max_skew.total_seconds():.0f} s is allowed"
             )
 
-    def _apply(self, store: Store, submission: Submission, tally: Tally | None = None) -> Accepted:
+    def _apply(
+        self,
+        store: Store,
+        submission: Submission,
+        tally: Tally | None = None,
+        *,
+        flush: bool = True,
+    ) -> Accepted:
         envelope = submission.envelope
         inputs = store.decision_inputs(
             public_key=envelope.actor,
@@ -240,7 +249,7 @@ class Engine:
             work=work_ref(envelope),
         )
         return self.decide_and_write(
-            store, submission, inputs, tally if tally is not None else Tally()
+            store, submission, inputs, tally if tally is not None else Tally(), flush=flush
         )
 
     def decide_and_write(

@@ -1,7 +1,8 @@
 """The fire-time check of `input.meta.automation` (DESIGN §3, §6.4).
 
 Only the automation actor may fire, only for a durable work row the engine itself
-wrote, only while that row is claimed by the worker named in the provenance, only once
+wrote, only while that row is held by this transaction (a batch locked it) or claimed
+by the worker named in the provenance (a lease), only once
 its occurrence is due by the engine's clock, and only with provenance identical to what
 the row says. A second event for the same work occurrence is refused by a unique key
 (`duplicate`), so racing workers or an expired lease never yield two events.
@@ -78,7 +79,9 @@ def work_row_for(
         raise ReservedField(f"the input does not match the data of work row {row.id}")
     if meta != row.provenance(worker=_worker(meta)):
         raise ReservedField(f"input.meta.automation does not match work row {row.id}")
-    if row.status != "claimed" or row.claimed_by != meta.get("worker"):
+    held_here = loaded.held and row.status in ("active", "pending")
+    claimed_by_firer = row.status == "claimed" and row.claimed_by == meta.get("worker")
+    if not (held_here or claimed_by_firer):
         raise WrongState(
             f"work row {row.id} is {row.status}"
             + (f" by {row.claimed_by}" if row.status == "claimed" else "")

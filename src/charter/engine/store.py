@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, LiteralString, cast
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -18,6 +18,8 @@ from psycopg.types.json import Jsonb
 
 from charter.core.ijson import loads
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.db.database import answered
+from charter.db.payloads import dumps_payload
 from charter.db.queries import query
 from charter.engine.records import ProcessView, StoredEvent
 from charter.engine.work import SCHEDULED_ACTION, QueueRow, ScheduledRow, WorkRow
@@ -36,6 +38,10 @@ class FiringWork:
     row: WorkRow
     due: bool  # its occurrence is due by the engine's clock
     fired_event: str | None  # the event that already fired this occurrence, if one did
+    # Held by this transaction (a batch read it through hold_*_v1: no other transaction may
+    # change it now): an unclaimed row may fire — the lock is the claim. Otherwise a
+    # leased claim must name the firer.
+    held: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,21 +65,39 @@ class BatchInputs:
 
 
 class Store:
-    def __init__(self, conn: Conn, *, now: datetime | None = None) -> None:
+    def __init__(self, conn: Conn, *, now: datetime | None = None, buffered: bool = False) -> None:
         self.conn = conn
         self.now = now  # None: the database clock decides
-        self.writes = 0  # statements that write, sent (or queued) through this store
+        # Buffered, writes wait in `_ops` until `send()`/`flush()`: one apply_writes_v1
+        # call carries them all. Unbuffered, each write is sent as it is made.
+        self.buffered = buffered
+        self._ops: list[dict[str, Any]] = []
+        self.writes = 0  # writes made through this store, sent or waiting
 
-    def _write(self, sql: LiteralString, params: dict[str, Any]) -> psycopg.Cursor[Any]:
+    def _read(self, name: str, params: dict[str, Any] | None = None) -> psycopg.Cursor[Any]:
+        """Run one read and wait for it with a Sync (see `answered`)."""
+        with answered(self.conn):
+            return self.conn.execute(query(name), params or {})
+
+    def _write(self, op: str, **fields: Any) -> None:
         self.writes += 1
-        return self.conn.execute(sql, params)
+        self._ops.append({"op": op, "now": self.now, **fields})
+        if not self.buffered:
+            self.send()
+
+    def send(self) -> None:
+        """Queue the waiting writes as one statement (nothing is waited for)."""
+        if self._ops:
+            ops, self._ops = self._ops, []
+            text = dumps_payload(ops)
+            self.conn.execute(query("apply_writes"), {"ops": text})
 
     # --- actors and workflows --------------------------------------------------------
 
     def actor_for_key(
         self, public_key: str
     ) -> tuple[str, tuple[str, ...], datetime | None, datetime | None] | None:
-        row = self.conn.execute(query("actor_for_key"), {"public_key": public_key}).fetchone()
+        row = self._read("actor_for_key", {"public_key": public_key}).fetchone()
         if row is None:
             return None
         return str(row[0]), tuple(row[1]), row[2], row[3]
@@ -90,20 +114,21 @@ class Store:
         """Everything an event is decided on, sent together (one round trip in pipeline
         mode): the signer's actor, the process (locked when `lock`), the current workflow
         version, the transaction's clock and, for an automated event, its work row."""
-        actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
-        process = self.conn.execute(
-            query("lock_process" if lock else "get_process"), {"id": process_id}
-        )
-        version = self.conn.execute(query("current_workflow_version"), {"path": workflow_path})
-        clock = self.conn.execute(query("transaction_now")) if self.now is None else None
-        found = None
-        if work is not None:
-            kind, work_id = work
-            name = (
-                "scheduled_work_for_firing" if kind == SCHEDULED_ACTION else "queue_work_for_firing"
+        with answered(self.conn):
+            actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
+            process = self.conn.execute(
+                query("lock_process" if lock else "get_process"), {"id": process_id}
             )
-            found = self.conn.cursor(row_factory=dict_row)
-            found.execute(query(name), {"id": work_id, "now": self.now})
+            version = self.conn.execute(query("current_workflow_version"), {"path": workflow_path})
+            clock = self.conn.execute(query("transaction_now")) if self.now is None else None
+            found = None
+            if work is not None:
+                kind, work_id = work
+                name = "scheduled_work_for_firing"
+                if kind != SCHEDULED_ACTION:
+                    name = "queue_work_for_firing"
+                found = self.conn.cursor(row_factory=dict_row)
+                found.execute(query(name), {"id": work_id, "now": self.now})
         actor_row, process_row, version_row = (
             actor.fetchone(),
             process.fetchone(),
@@ -132,26 +157,27 @@ class Store:
         """What a batch of automated events is decided on, read at once (one round trip
         in pipeline mode): the signer's actor, the processes (locked), their workflows'
         current versions, the transaction's clock and the work rows the events fire."""
-        actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
-        processes = self.conn.execute(query("batch_processes"), {"ids": list(process_ids)})
-        versions = self.conn.execute(
-            query("batch_workflow_versions"), {"paths": list(workflow_paths)}
-        )
-        clock = self.conn.execute(query("transaction_now")) if self.now is None else None
-        scheduled = [work_id for kind, work_id in work if kind == SCHEDULED_ACTION]
-        queued = [work_id for kind, work_id in work if kind != SCHEDULED_ACTION]
-        lanes = [
-            self.conn.cursor(row_factory=dict_row).execute(
-                query(name), {"ids": ids, "now": self.now}
+        with answered(self.conn):
+            actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
+            processes = self.conn.execute(query("batch_processes"), {"ids": list(process_ids)})
+            versions = self.conn.execute(
+                query("batch_workflow_versions"), {"paths": list(workflow_paths)}
             )
-            for name, ids in (("batch_scheduled_work", scheduled), ("batch_queue_work", queued))
-            if ids
-        ]
+            clock = self.conn.execute(query("transaction_now")) if self.now is None else None
+            scheduled = [work_id for kind, work_id in work if kind == SCHEDULED_ACTION]
+            queued = [work_id for kind, work_id in work if kind != SCHEDULED_ACTION]
+            lanes = [
+                self.conn.cursor(row_factory=dict_row).execute(
+                    query(name), {"ids": ids, "now": self.now}
+                )
+                for name, ids in (("batch_scheduled_work", scheduled), ("batch_queue_work", queued))
+                if ids
+            ]
         actor_row = actor.fetchone()
         found = {str(row[0]): process_from_row(row) for row in processes.fetchall()}
         current = {str(path): str(version) for path, version in versions.fetchall()}
         now = self.now if clock is None else clock.fetchone()[0]  # type: ignore[index]
-        rows = [_firing_work(row) for lane in lanes for row in lane.fetchall()]
+        rows = [_firing_work(row, held=True) for lane in lanes for row in lane.fetchall()]
         return BatchInputs(
             actor=(str(actor_row[0]), tuple(actor_row[1]), actor_row[2], actor_row[3])
             if actor_row
@@ -163,31 +189,32 @@ class Store:
         )
 
     def flush(self) -> None:
-        """Send everything queued and wait for it: a refusal by the database (a unique
+        """Send every waiting write and wait for them: a refusal by the database (a unique
         key, a trigger) is raised here, not at some later statement or the COMMIT."""
-        with self.conn.pipeline():
-            pass  # leaving a (nested) pipeline block syncs it
+        self.send()
+        with answered(self.conn):
+            pass
 
     def current_workflow_version(self, path: str) -> str | None:
-        row = self.conn.execute(query("current_workflow_version"), {"path": path}).fetchone()
+        row = self._read("current_workflow_version", {"path": path}).fetchone()
         return str(row[0]) if row else None
 
     def workflow_definition_text(self, version: str) -> str | None:
-        row = self.conn.execute(query("workflow_definition"), {"version": version}).fetchone()
+        row = self._read("workflow_definition", {"version": version}).fetchone()
         return str(row[0]) if row else None
 
     # --- processes -------------------------------------------------------------------
 
     def lock_process(self, process_id: str) -> ProcessView | None:
-        row = self.conn.execute(query("lock_process"), {"id": process_id}).fetchone()
+        row = self._read("lock_process", {"id": process_id}).fetchone()
         return process_from_row(row) if row else None
 
     def get_process(self, process_id: str) -> ProcessView | None:
-        row = self.conn.execute(query("get_process"), {"id": process_id}).fetchone()
+        row = self._read("get_process", {"id": process_id}).fetchone()
         return process_from_row(row) if row else None
 
     def child_processes(self, process_id: str) -> list[ProcessView]:
-        rows = self.conn.execute(query("child_processes"), {"id": process_id}).fetchall()
+        rows = self._read("child_processes", {"id": process_id}).fetchall()
         return [process_from_row(r) for r in rows]
 
     def insert_process(
@@ -199,34 +226,30 @@ class Store:
         parent_id: str | None = None,
         parent_event_hash: str | None = None,
     ) -> bool:
-        """Insert a head-less process row; False when the id is already taken."""
-        row = self._write(
-            query("insert_process"),
-            {
-                "id": process_id,
-                "workflow_path": workflow_path,
-                "state": state,
-                "data": Jsonb({}),
-                "parent_id": parent_id,
-                "parent_event_hash": parent_event_hash,
-                "now": self.now,
-            },
-        ).fetchone()
-        return row is not None
+        """Insert a head-less process row; False when the id is already taken (waits for
+        the answer, after sending the writes made before it)."""
+        self.send()
+        self.writes += 1
+        with answered(self.conn):
+            cursor = self.conn.execute(
+                query("insert_process"),
+                {
+                    "id": process_id,
+                    "workflow_path": workflow_path,
+                    "state": state,
+                    "data": Jsonb({}),
+                    "parent_id": parent_id,
+                    "parent_event_hash": parent_event_hash,
+                    "now": self.now,
+                },
+            )
+        return cursor.fetchone() is not None
 
     def advance_process(
         self, *, process_id: str, state: str, data: JsonObject, head_hash: str, seq: int
     ) -> None:
         self._write(
-            query("advance_process"),
-            {
-                "id": process_id,
-                "state": state,
-                "data": Jsonb(data),
-                "head_hash": head_hash,
-                "seq": seq,
-                "now": self.now,
-            },
+            "advance_process", id=process_id, state=state, data=data, head_hash=head_hash, seq=seq
         )
 
     # --- events ----------------------------------------------------------------------
@@ -250,32 +273,29 @@ class Store:
         cause_hash: str | None = None,
     ) -> None:
         self._write(
-            query("insert_event"),
-            {
-                "process_id": process_id,
-                "seq": seq,
-                "hash": event_hash,
-                "prev_hash": prev_hash,
-                "kind": kind,
-                "envelope": envelope_text,
-                "signature": signature,
-                "actor": actor,
-                "actor_id": actor_id,
-                "actor_roles": list(actor_roles),
-                "action": action,
-                "workflow_path": workflow_path,
-                "workflow_version": workflow_version,
-                "cause_hash": cause_hash,
-                "now": self.now,
-            },
+            "insert_event",
+            process_id=process_id,
+            seq=seq,
+            hash=event_hash,
+            prev_hash=prev_hash,
+            kind=kind,
+            envelope=envelope_text,
+            signature=signature,
+            actor=actor,
+            actor_id=actor_id,
+            actor_roles=list(actor_roles),
+            action=action,
+            workflow_path=workflow_path,
+            workflow_version=workflow_version,
+            cause_hash=cause_hash,
         )
 
     def process_events(self, process_id: str) -> list[StoredEvent]:
-        rows = self.conn.execute(query("process_events"), {"process_id": process_id}).fetchall()
+        rows = self._read("process_events", {"process_id": process_id}).fetchall()
         return [event_from_row(r) for r in rows]
 
     def event_by_hash(self, event_hash: str) -> StoredEvent | None:
-        row = self.conn.execute(query("event_by_hash"), {"hash": event_hash}).fetchone()
+        row = self._read("event_by_hash", {"hash": event_hash}).fetchone()
         return event_from_row(row) if row else None
 
     # --- automation work ---------------------------------------------------------------
@@ -285,14 +305,11 @@ class Store:
     ) -> None:
         """Cancel live rows, each with its NOTIFY hint (sent from SQL: only it knows them)."""
         self._write(
-            query("cancel_schedules"),
-            {
-                "process_id": process_id,
-                "schedule_ids": list(schedule_ids),
-                "event_hash": event_hash,
-                "reason": reason,
-                "now": self.now,
-            },
+            "cancel_schedules",
+            process_id=process_id,
+            schedule_ids=list(schedule_ids),
+            event_hash=event_hash,
+            reason=reason,
         )
 
     def insert_schedule(
@@ -313,23 +330,20 @@ class Store:
         actor: str,
     ) -> None:
         self._write(
-            query("insert_scheduled_action"),
-            {
-                "id": work_id,
-                "schedule_id": schedule_id,
-                "process_id": process_id,
-                "workflow_path": workflow_path,
-                "action_name": action_name,
-                "action_data": Jsonb(action_data),
-                "run_at": run_at,
-                "interval": interval,
-                "until_ts": until,
-                "max_count": max_count,
-                "event_hash": event_hash,
-                "action": action,
-                "actor": actor,
-                "now": self.now,
-            },
+            "insert_schedule",
+            id=work_id,
+            schedule_id=schedule_id,
+            process_id=process_id,
+            workflow_path=workflow_path,
+            action_name=action_name,
+            action_data=action_data,
+            run_at=run_at,
+            interval=interval,
+            until_ts=until,
+            max_count=max_count,
+            event_hash=event_hash,
+            action=action,
+            actor=actor,
         )
 
     def insert_auto_work(
@@ -352,45 +366,39 @@ class Store:
         """Queue an automatic action (written failed when `error` says why it cannot
         fire); nothing happens if this event already queued it."""
         self._write(
-            query("insert_auto_work"),
-            {
-                "id": work_id,
-                "cascade_depth": cascade_depth,
-                "cascade_origin": cascade_origin,
-                "error": error,
-                "process_id": process_id,
-                "workflow_path": workflow_path,
-                "action_name": action_name,
-                "action_data": Jsonb(action_data),
-                "reason": reason,
-                "available_state": available_state,
-                "event_hash": event_hash,
-                "action": action,
-                "actor": actor,
-                "now": self.now,
-            },
+            "insert_auto_work",
+            id=work_id,
+            process_id=process_id,
+            workflow_path=workflow_path,
+            action_name=action_name,
+            action_data=action_data,
+            reason=reason,
+            available_state=available_state,
+            event_hash=event_hash,
+            action=action,
+            actor=actor,
+            cascade_depth=cascade_depth,
+            cascade_origin=cascade_origin,
+            error=error,
         )
 
     def cascade_chain(self, process_id: str, origin: str) -> list[str]:
-        """The actions of `process_id`'s events from `origin` on (empty if it is elsewhere)."""
-        rows = self.conn.execute(
-            query("cascade_chain"), {"process_id": process_id, "origin": origin}
-        ).fetchall()
+        """The actions of `process_id`'s events from `origin` on (empty if it is elsewhere),
+        the event being written included."""
+        self.send()  # a read after writes must see them
+        rows = self._read("cascade_chain", {"process_id": process_id, "origin": origin}).fetchall()
         return [str(r[0]) for r in rows]
 
     def insert_firing(self, row: WorkRow, event_hash: str) -> None:
         """Record the occurrence `row` fired; if it had fired already, the flush raises
         a unique violation."""
         self._write(
-            query("insert_firing"),
-            {
-                "work_id": row.id,
-                "kind": row.kind,
-                "occurrence": row.occurrence,
-                "process_id": row.process_id,
-                "event_hash": event_hash,
-                "now": self.now,
-            },
+            "insert_firing",
+            work_id=row.id,
+            kind=row.kind,
+            occurrence=row.occurrence,
+            process_id=row.process_id,
+            event_hash=event_hash,
         )
 
     def process_work(self, process_id: str) -> tuple[list[JsonObject], list[JsonObject]]:
@@ -417,33 +425,31 @@ class Store:
         detail: JsonObject | None = None,
     ) -> None:
         self._write(
-            query("log"),
-            {
-                "level": level,
-                "kind": kind,
-                "code": code,
-                "process_id": process_id,
-                "actor": actor,
-                "action": action,
-                "event_hash": event_hash,
-                "message": message,
-                "detail": Jsonb(detail or {}),
-                "now": self.now,
-            },
+            "log",
+            level=level,
+            kind=kind,
+            code=code,
+            process_id=process_id,
+            actor=actor,
+            action=action,
+            event_hash=event_hash,
+            message=message,
+            detail=detail or {},
         )
 
     def notify(self, channel: str, payload: JsonObject) -> None:
         """A hint delivered at commit; ids only, far below NOTIFY's 8000-byte limit."""
         text = json.dumps(payload, separators=(",", ":"), sort_keys=True)
-        self._write(query("notify"), {"channel": channel, "payload": text})
+        self._write("notify", channel=channel, payload=text)
 
 
-def _firing_work(row: dict[str, Any]) -> FiringWork:
+def _firing_work(row: dict[str, Any], *, held: bool = False) -> FiringWork:
     record: WorkRow = (
         ScheduledRow.from_dict(row) if "schedule_id" in row else QueueRow.from_dict(row)
     )
     fired = row["fired_event"]
-    return FiringWork(record, bool(row["due"]), str(fired) if fired is not None else None)
+    fired_event = str(fired) if fired is not None else None
+    return FiringWork(record, bool(row["due"]), fired_event, held=held)
 
 
 def process_from_row(row: tuple[Any, ...]) -> ProcessView:

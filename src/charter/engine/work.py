@@ -119,11 +119,13 @@ class QueueRow(RowRecord):
 WorkRow = ScheduledRow | QueueRow
 
 
-def fired_input(row: WorkRow) -> JsonObject:
-    """The input of the event that fires `row`: its data plus meta.automation."""
+def fired_input(row: WorkRow, worker: str | None = None) -> JsonObject:
+    """The input of the event that fires `row`: its data plus meta.automation, naming
+    `worker` (by default the worker the row is claimed by) as the one that fired it."""
     data = dict(row.action_data)
     meta = data.get("meta")
-    data["meta"] = {**(meta if isinstance(meta, dict) else {}), "automation": row.provenance()}
+    provenance = row.provenance(worker)
+    data["meta"] = {**(meta if isinstance(meta, dict) else {}), "automation": provenance}
     return data
 
 

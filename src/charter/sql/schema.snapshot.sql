@@ -529,6 +529,97 @@ GRANT SELECT ON charter.workflow_deployments TO charter_engine;
 GRANT SELECT ON charter.workflow_deployments TO charter_reader;
 GRANT SELECT ON charter.workflow_deployments TO charter_worker;
 
+CREATE OR REPLACE FUNCTION charter.apply_writes_v1(p_ops jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    op jsonb;
+    v_at timestamptz;
+    cancelled record;
+BEGIN
+    FOR op IN SELECT value FROM jsonb_array_elements(p_ops) LOOP
+        v_at := coalesce((op->>'now')::timestamptz, now());
+        CASE op->>'op'
+        WHEN 'insert_event' THEN
+            INSERT INTO charter.events (process_id, seq, hash, prev_hash, kind, envelope,
+                signature, actor, actor_id, actor_roles, action, workflow_path,
+                workflow_version, cause_hash, received_at)
+            VALUES (op->>'process_id', (op->>'seq')::integer, op->>'hash', op->>'prev_hash',
+                op->>'kind', (op->>'envelope')::json, op->>'signature', op->>'actor',
+                op->>'actor_id', ARRAY(SELECT jsonb_array_elements_text(op->'actor_roles')),
+                op->>'action', op->>'workflow_path', op->>'workflow_version',
+                op->>'cause_hash', v_at);
+        WHEN 'advance_process' THEN
+            UPDATE charter.processes
+            SET state = op->>'state', data = op->'data', head_hash = op->>'head_hash',
+                seq = (op->>'seq')::integer, updated_at = v_at
+            WHERE id = op->>'id';
+        WHEN 'insert_firing' THEN
+            INSERT INTO charter.automation_firings (work_id, kind, occurrence, process_id,
+                event_hash, fired_at)
+            VALUES ((op->>'work_id')::uuid, op->>'kind', (op->>'occurrence')::timestamptz,
+                op->>'process_id', op->>'event_hash', v_at);
+        WHEN 'cancel_schedules' THEN
+            -- Only SQL knows which rows were live: each gets its hint here.
+            FOR cancelled IN
+                UPDATE charter.scheduled_actions
+                SET status = 'cancelled', cancelled_at = v_at,
+                    cancelled_by_event_hash = op->>'event_hash', cancel_reason = op->>'reason'
+                WHERE process_id = op->>'process_id'
+                  AND schedule_id = ANY (ARRAY(SELECT jsonb_array_elements_text(op->'schedule_ids')))
+                  AND status IN ('active', 'claimed')
+                RETURNING id, process_id, workflow_path, action_name, run_at
+            LOOP
+                PERFORM pg_notify('scheduled_actions_changed', json_build_object(
+                    'id', cancelled.id, 'process_id', cancelled.process_id,
+                    'workflow_path', cancelled.workflow_path,
+                    'action_name', cancelled.action_name,
+                    'run_at', to_char(cancelled.run_at AT TIME ZONE 'UTC',
+                                      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                    'kind', 'scheduled_action', 'op', 'cancelled')::text);
+            END LOOP;
+        WHEN 'insert_schedule' THEN
+            INSERT INTO charter.scheduled_actions (id, schedule_id, process_id, workflow_path,
+                action_name, action_data, run_at, interval, until_ts, max_count,
+                created_event_hash, created_by_action, created_by_actor, created_at)
+            VALUES ((op->>'id')::uuid, op->>'schedule_id', op->>'process_id',
+                op->>'workflow_path', op->>'action_name', op->'action_data',
+                (op->>'run_at')::timestamptz, op->>'interval', (op->>'until_ts')::timestamptz,
+                (op->>'max_count')::integer, op->>'event_hash', op->>'action', op->>'actor', v_at);
+        WHEN 'insert_auto_work' THEN
+            -- With an error (its data does not render, the cascade limit is reached) the
+            -- row is written failed at once; once per (process, action, causing event).
+            INSERT INTO charter.automation_queue (id, process_id, workflow_path, action_name,
+                action_data, reason, available_state, queued_by_event_hash, queued_by_action,
+                queued_by_actor, queued_at, cascade_depth, cascade_origin_event_hash, status,
+                completed_at, last_attempt_at, last_attempt_result, last_error)
+            VALUES ((op->>'id')::uuid, op->>'process_id', op->>'workflow_path',
+                op->>'action_name', op->'action_data', op->>'reason', op->>'available_state',
+                op->>'event_hash', op->>'action', op->>'actor', v_at,
+                (op->>'cascade_depth')::integer, op->>'cascade_origin',
+                CASE WHEN op->>'error' IS NULL THEN 'pending' ELSE 'failed' END,
+                CASE WHEN op->>'error' IS NULL THEN NULL ELSE v_at END,
+                CASE WHEN op->>'error' IS NULL THEN NULL ELSE v_at END,
+                CASE WHEN op->>'error' IS NULL THEN NULL ELSE 'failed' END,
+                op->>'error')
+            ON CONFLICT (process_id, action_name, queued_by_event_hash) DO NOTHING;
+        WHEN 'log' THEN
+            INSERT INTO charter.system_log (level, kind, code, process_id, actor, action,
+                event_hash, message, detail, at)
+            VALUES (op->>'level', op->>'kind', op->>'code', op->>'process_id', op->>'actor',
+                op->>'action', op->>'event_hash', op->>'message', op->'detail', v_at);
+        WHEN 'notify' THEN
+            PERFORM pg_notify(op->>'channel', op->>'payload');
+        ELSE
+            RAISE EXCEPTION 'apply_writes_v1: unknown write %', op->>'op';
+        END CASE;
+    END LOOP;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION apply_writes_v1(jsonb) TO charter_engine;
+
 CREATE OR REPLACE FUNCTION charter.claim_automation_work(p_id uuid, p_worker text, p_lease_seconds integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS SETOF automation_queue
  LANGUAGE sql
@@ -566,56 +657,6 @@ AS $function$
     RETURNING q.*
 $function$;
 GRANT EXECUTE ON FUNCTION claim_automation_work_batch(text,integer,integer,timestamp with time zone) TO charter_worker;
-
-CREATE OR REPLACE FUNCTION charter.claim_due_scheduled_v2(p_worker text, p_lease_seconds integer, p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
- RETURNS SETOF scheduled_actions
- LANGUAGE sql
- SECURITY DEFINER
- SET search_path TO 'charter', 'pg_temp'
-AS $function$
-    WITH due AS (
-        SELECT s.id FROM charter.scheduled_actions s
-        JOIN charter.processes p ON p.id = s.process_id
-        WHERE s.status = 'active' AND coalesce(s.not_before, s.run_at) <= coalesce(p_now, now())
-        ORDER BY coalesce(s.not_before, s.run_at)
-        LIMIT p_limit
-        FOR UPDATE OF s SKIP LOCKED
-        FOR NO KEY UPDATE OF p SKIP LOCKED
-    )
-    UPDATE charter.scheduled_actions s
-    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
-        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
-        lease_token = gen_random_uuid()
-    FROM due
-    WHERE s.id = due.id
-    RETURNING s.*
-$function$;
-GRANT EXECUTE ON FUNCTION claim_due_scheduled_v2(text,integer,integer,timestamp with time zone) TO charter_worker;
-
-CREATE OR REPLACE FUNCTION charter.claim_ready_queue_v2(p_worker text, p_lease_seconds integer, p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
- RETURNS SETOF automation_queue
- LANGUAGE sql
- SECURITY DEFINER
- SET search_path TO 'charter', 'pg_temp'
-AS $function$
-    WITH ready AS (
-        SELECT q.id FROM charter.automation_queue q
-        JOIN charter.processes p ON p.id = q.process_id
-        WHERE q.status = 'pending' AND coalesce(q.not_before, q.queued_at) <= coalesce(p_now, now())
-        ORDER BY coalesce(q.not_before, q.queued_at)
-        LIMIT p_limit
-        FOR UPDATE OF q SKIP LOCKED
-        FOR NO KEY UPDATE OF p SKIP LOCKED
-    )
-    UPDATE charter.automation_queue q
-    SET status = 'claimed', claimed_by = p_worker, claimed_at = coalesce(p_now, now()),
-        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease_seconds),
-        lease_token = gen_random_uuid()
-    FROM ready
-    WHERE q.id = ready.id
-    RETURNING q.*
-$function$;
-GRANT EXECUTE ON FUNCTION claim_ready_queue_v2(text,integer,integer,timestamp with time zone) TO charter_worker;
 
 CREATE OR REPLACE FUNCTION charter.claim_scheduled_action(p_id uuid, p_worker text, p_lease_seconds integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS SETOF scheduled_actions
@@ -671,11 +712,15 @@ BEGIN
         last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'accepted',
         last_error = NULL,
         claimed_by = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'pending'
+              AND coalesce(not_before, queued_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('automation work', p_id);
     END IF;
+    -- Refused after the lease check: a row that is not ours says so first.
+    PERFORM charter.require_fired_by(p_id, p_event_hash);
     RETURN result;
 END
 $function$;
@@ -703,11 +748,15 @@ BEGIN
         last_fired_at = coalesce(p_now, now()),
         last_fired_event_hash = p_event_hash,
         claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'active'
+              AND coalesce(not_before, run_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('scheduled action', p_id);
     END IF;
+    -- Refused after the lease check: a row that is not ours says so first.
+    PERFORM charter.require_fired_by(p_id, p_event_hash);
     RETURN result;
 END
 $function$;
@@ -755,7 +804,9 @@ BEGIN
         last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'failed',
         last_error = left(p_reason, 2000),
         claimed_by = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'pending'
+              AND coalesce(not_before, queued_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('automation work', p_id);
@@ -782,7 +833,9 @@ BEGIN
         last_attempt_result = 'failed',
         last_attempt_error = left(p_reason, 2000),
         claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'active'
+              AND coalesce(not_before, run_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('scheduled action', p_id);
@@ -901,6 +954,26 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION charter.hold_queue_v1(p_ids uuid[])
+ RETURNS SETOF automation_queue
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    SELECT * FROM charter.automation_queue WHERE id = ANY (p_ids) FOR SHARE SKIP LOCKED
+$function$;
+GRANT EXECUTE ON FUNCTION hold_queue_v1(uuid[]) TO charter_engine;
+
+CREATE OR REPLACE FUNCTION charter.hold_scheduled_v1(p_ids uuid[])
+ RETURNS SETOF scheduled_actions
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    SELECT * FROM charter.scheduled_actions WHERE id = ANY (p_ids) FOR SHARE SKIP LOCKED
+$function$;
+GRANT EXECUTE ON FUNCTION hold_scheduled_v1(uuid[]) TO charter_engine;
+
 CREATE OR REPLACE FUNCTION charter.lease_lost(p_table text, p_id uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -911,6 +984,38 @@ BEGIN
         MESSAGE = format('%s %s is no longer claimed under this lease', p_table, p_id);
 END
 $function$;
+
+CREATE OR REPLACE FUNCTION charter.lock_due_scheduled_v1(p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF scheduled_actions
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    SELECT s.* FROM charter.scheduled_actions s
+    JOIN charter.processes p ON p.id = s.process_id
+    WHERE s.status = 'active' AND coalesce(s.not_before, s.run_at) <= coalesce(p_now, now())
+    ORDER BY coalesce(s.not_before, s.run_at)
+    LIMIT p_limit
+    FOR UPDATE OF s SKIP LOCKED
+    FOR NO KEY UPDATE OF p SKIP LOCKED
+$function$;
+GRANT EXECUTE ON FUNCTION lock_due_scheduled_v1(integer,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.lock_ready_queue_v1(p_limit integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF automation_queue
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    SELECT q.* FROM charter.automation_queue q
+    JOIN charter.processes p ON p.id = q.process_id
+    WHERE q.status = 'pending' AND coalesce(q.not_before, q.queued_at) <= coalesce(p_now, now())
+    ORDER BY coalesce(q.not_before, q.queued_at)
+    LIMIT p_limit
+    FOR UPDATE OF q SKIP LOCKED
+    FOR NO KEY UPDATE OF p SKIP LOCKED
+$function$;
+GRANT EXECUTE ON FUNCTION lock_ready_queue_v1(integer,timestamp with time zone) TO charter_worker;
 
 CREATE OR REPLACE FUNCTION charter.log_worker_attempt(p_kind text, p_level text, p_code text, p_process_id text, p_action text, p_event_hash text, p_message text, p_detail jsonb, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS void
@@ -947,6 +1052,54 @@ END
 $function$;
 GRANT EXECUTE ON FUNCTION reclaim_expired_leases(timestamp with time zone) TO charter_worker;
 
+CREATE OR REPLACE FUNCTION charter.record_results_v1(p_calls jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    c jsonb;
+    v_now timestamptz;
+BEGIN
+    FOR c IN SELECT value FROM jsonb_array_elements(p_calls) LOOP
+        v_now := (c->>'now')::timestamptz;
+        CASE c->>'fn'
+        WHEN 'complete_scheduled_action' THEN
+            PERFORM charter.complete_scheduled_action((c->>'id')::uuid, (c->>'token')::uuid,
+                c->>'event_hash', (c->>'next_run_at')::timestamptz, v_now);
+        WHEN 'skip_scheduled_action' THEN
+            PERFORM charter.skip_scheduled_action((c->>'id')::uuid, (c->>'token')::uuid,
+                c->>'reason', (c->>'next_run_at')::timestamptz, v_now);
+        WHEN 'fail_scheduled_action' THEN
+            PERFORM charter.fail_scheduled_action((c->>'id')::uuid, (c->>'token')::uuid,
+                c->>'reason', v_now);
+        WHEN 'reschedule_scheduled_action' THEN
+            PERFORM charter.reschedule_scheduled_action((c->>'id')::uuid, (c->>'token')::uuid,
+                (c->>'retry_at')::timestamptz, c->>'error', v_now);
+        WHEN 'complete_automation_work' THEN
+            PERFORM charter.complete_automation_work((c->>'id')::uuid, (c->>'token')::uuid,
+                c->>'event_hash', v_now);
+        WHEN 'skip_automation_work' THEN
+            PERFORM charter.skip_automation_work((c->>'id')::uuid, (c->>'token')::uuid,
+                c->>'reason', v_now);
+        WHEN 'fail_automation_work' THEN
+            PERFORM charter.fail_automation_work((c->>'id')::uuid, (c->>'token')::uuid,
+                c->>'reason', v_now);
+        WHEN 'retry_automation_work' THEN
+            PERFORM charter.retry_automation_work((c->>'id')::uuid, (c->>'token')::uuid,
+                (c->>'retry_at')::timestamptz, c->>'error', v_now);
+        WHEN 'log_worker_attempt' THEN
+            PERFORM charter.log_worker_attempt(c->>'kind', c->>'level', c->>'code',
+                c->>'process_id', c->>'action', c->>'event_hash', c->>'message',
+                c->'detail', v_now);
+        ELSE
+            RAISE EXCEPTION 'record_results_v1: unknown bookkeeping call %', c->>'fn';
+        END CASE;
+    END LOOP;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION record_results_v1(jsonb) TO charter_worker;
+
 CREATE OR REPLACE FUNCTION charter.release_automation_work(p_id uuid, p_token uuid)
  RETURNS boolean
  LANGUAGE sql
@@ -981,6 +1134,23 @@ AS $function$
 $function$;
 GRANT EXECUTE ON FUNCTION release_scheduled_action(uuid,uuid) TO charter_worker;
 
+CREATE OR REPLACE FUNCTION charter.require_fired_by(p_id uuid, p_event_hash text)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM charter.automation_firings WHERE work_id = p_id AND event_hash = p_event_hash
+    ) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'CHA06',
+            MESSAGE = format('work row %s was not fired by event %s', p_id, p_event_hash);
+    END IF;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION charter.reschedule_scheduled_action(p_id uuid, p_token uuid, p_retry_at timestamp with time zone, p_error text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS scheduled_actions
  LANGUAGE plpgsql
@@ -999,7 +1169,9 @@ BEGIN
         last_attempt_result = 'transient_error',
         last_attempt_error = left(p_error, 2000),
         claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'active'
+              AND coalesce(not_before, run_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('scheduled action', p_id);
@@ -1023,7 +1195,9 @@ BEGIN
         last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'transient_error',
         last_error = left(p_error, 2000),
         claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'pending'
+              AND coalesce(not_before, queued_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('automation work', p_id);
@@ -1047,7 +1221,9 @@ BEGIN
         last_attempt_at = coalesce(p_now, now()), last_attempt_result = 'skipped',
         last_error = left(p_reason, 2000),
         claimed_by = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'pending'
+              AND coalesce(not_before, queued_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('automation work', p_id);
@@ -1076,7 +1252,9 @@ BEGIN
         last_attempt_result = 'skipped',
         last_attempt_error = left(p_reason, 2000),
         claimed_by = NULL, claimed_at = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE id = p_id AND status = 'claimed' AND lease_token = p_token
+    WHERE id = p_id AND (status = 'claimed' AND lease_token = p_token
+           OR p_token IS NULL AND status = 'active'
+              AND coalesce(not_before, run_at) <= coalesce(p_now, now()))
     RETURNING * INTO result;
     IF NOT FOUND THEN
         PERFORM charter.lease_lost('scheduled action', p_id);

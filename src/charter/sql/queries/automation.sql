@@ -94,14 +94,14 @@ WHERE k.actor_id = 'automation' AND k.retired_at IS NULL
 LISTEN scheduled_actions_changed;
 LISTEN automation_queue_changed
 
--- claim_due_scheduled --
--- Claim due scheduled actions and lock their processes for this transaction (batched
--- firing; rows whose process is locked elsewhere are skipped).
-SELECT * FROM charter.claim_due_scheduled_v2(%(worker)s, %(lease_seconds)s, %(limit)s, %(now)s)
+-- lock_due_scheduled --
+-- Lock due scheduled actions and their processes for this transaction (batched firing;
+-- rows whose process another transaction holds are skipped).
+SELECT * FROM charter.lock_due_scheduled_v1(%(limit)s, %(now)s)
 
--- claim_ready_queue --
--- Claim ready queue rows and lock their processes for this transaction (batched firing).
-SELECT * FROM charter.claim_ready_queue_v2(%(worker)s, %(lease_seconds)s, %(limit)s, %(now)s)
+-- lock_ready_queue --
+-- Lock ready queue rows and their processes for this transaction (batched firing).
+SELECT * FROM charter.lock_ready_queue_v1(%(limit)s, %(now)s)
 
 -- process_heads --
 -- The heads of the processes a batch fires on (locked by its claims).
@@ -112,3 +112,7 @@ SELECT id, head_hash FROM charter.processes WHERE id = ANY(%(ids)s)
 -- past its lease, rolls the batch back instead of holding its locks.
 SELECT set_config('lock_timeout', %(lock_timeout)s, true),
        set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true)
+
+-- record_results --
+-- A batch's bookkeeping calls, in order, as one statement (migration 0012).
+SELECT charter.record_results_v1(%(calls)s::jsonb)

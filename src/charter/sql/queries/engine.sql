@@ -53,80 +53,6 @@ VALUES (%(id)s, %(workflow_path)s, %(state)s, %(data)s, %(parent_id)s, %(parent_
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 
--- insert_event --
--- Append an event; the chain trigger checks that it extends the head.
-INSERT INTO charter.events (process_id, seq, hash, prev_hash, kind, envelope, signature, actor,
-                            actor_id, actor_roles, action, workflow_path, workflow_version,
-                            cause_hash, received_at)
-VALUES (%(process_id)s, %(seq)s, %(hash)s, %(prev_hash)s, %(kind)s, %(envelope)s::json,
-        %(signature)s, %(actor)s, %(actor_id)s, %(actor_roles)s, %(action)s, %(workflow_path)s,
-        %(workflow_version)s, %(cause_hash)s, coalesce(%(now)s, now()))
-
--- advance_process --
--- Move a process onto its new head with its new state and data.
-UPDATE charter.processes
-SET state = %(state)s, data = %(data)s, head_hash = %(head_hash)s, seq = %(seq)s,
-    updated_at = coalesce(%(now)s, now())
-WHERE id = %(id)s
-
--- cancel_schedules --
--- Cancel the live rows of schedule ids on a process (by `cancel`, or replaced), with a
--- NOTIFY hint for each (delivered at commit).
-WITH cancelled AS (
-    UPDATE charter.scheduled_actions
-    SET status = 'cancelled', cancelled_at = coalesce(%(now)s, now()),
-        cancelled_by_event_hash = %(event_hash)s, cancel_reason = %(reason)s
-    WHERE process_id = %(process_id)s
-      AND schedule_id = ANY (%(schedule_ids)s)
-      AND status IN ('active', 'claimed')
-    RETURNING id, process_id, workflow_path, action_name, run_at
-)
-SELECT id, pg_notify('scheduled_actions_changed', json_build_object(
-    'id', id, 'process_id', process_id, 'workflow_path', workflow_path,
-    'action_name', action_name,
-    'run_at', to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-    'kind', 'scheduled_action', 'op', 'cancelled')::text)
-FROM cancelled
-
--- insert_scheduled_action --
--- A scheduled action with its provenance.
-INSERT INTO charter.scheduled_actions (id, schedule_id, process_id, workflow_path,
-    action_name, action_data, run_at, interval, until_ts, max_count, created_event_hash,
-    created_by_action, created_by_actor, created_at)
-VALUES (%(id)s, %(schedule_id)s, %(process_id)s, %(workflow_path)s, %(action_name)s,
-        %(action_data)s, %(run_at)s, %(interval)s, %(until_ts)s, %(max_count)s, %(event_hash)s,
-        %(action)s, %(actor)s, coalesce(%(now)s, now()))
-
--- insert_auto_work --
--- Queue an automatic action, once per (process, action, causing event); with an error
--- (its data does not render, the cascade limit is reached) it is written failed at once.
-INSERT INTO charter.automation_queue (id, process_id, workflow_path, action_name, action_data,
-    reason, available_state, queued_by_event_hash, queued_by_action, queued_by_actor, queued_at,
-    cascade_depth, cascade_origin_event_hash,
-    status, completed_at, last_attempt_at, last_attempt_result, last_error)
-SELECT %(id)s, %(process_id)s, %(workflow_path)s, %(action_name)s, %(action_data)s, %(reason)s,
-       %(available_state)s, %(event_hash)s, %(action)s, %(actor)s, t.now,
-       %(cascade_depth)s, %(cascade_origin)s,
-       CASE WHEN e.error IS NULL THEN 'pending' ELSE 'failed' END,
-       CASE WHEN e.error IS NULL THEN NULL ELSE t.now END,
-       CASE WHEN e.error IS NULL THEN NULL ELSE t.now END,
-       CASE WHEN e.error IS NULL THEN NULL ELSE 'failed' END,
-       e.error
-FROM (SELECT coalesce(%(now)s::timestamptz, now()) AS now) t,
-     (SELECT %(error)s::text AS error) e
-ON CONFLICT (process_id, action_name, queued_by_event_hash) DO NOTHING
-
--- log --
--- Append a system log row.
-INSERT INTO charter.system_log (level, kind, code, process_id, actor, action, event_hash,
-                                message, detail, at)
-VALUES (%(level)s, %(kind)s, %(code)s, %(process_id)s, %(actor)s, %(action)s, %(event_hash)s,
-        %(message)s, %(detail)s, coalesce(%(now)s, now()))
-
--- notify --
--- A wake-up hint, delivered when the transaction commits.
-SELECT pg_notify(%(channel)s, %(payload)s)
-
 -- process_events --
 -- A process's events in order, each with its exact canonical envelope text.
 SELECT process_id, seq, hash, envelope::text, signature, kind, workflow_version, received_at,
@@ -200,13 +126,6 @@ FROM charter.automation_queue q WHERE q.id = %(id)s
 -- The database's clock for this transaction (what coalesce(now, now()) writes).
 SELECT now()
 
--- insert_firing --
--- Record that a work occurrence fired; a second event for it violates the primary key.
-INSERT INTO charter.automation_firings (work_id, kind, occurrence, process_id, event_hash,
-                                        fired_at)
-VALUES (%(work_id)s, %(kind)s, %(occurrence)s, %(process_id)s, %(event_hash)s,
-        coalesce(%(now)s, now()))
-
 -- cascade_chain --
 -- The actions of a process's events from the one that began an automatic cascade on.
 SELECT action FROM charter.events
@@ -233,15 +152,21 @@ WHERE path = ANY (%(paths)s)
 ORDER BY path, revision DESC
 
 -- batch_scheduled_work --
--- Scheduled actions a batch fires, as scheduled_work_for_firing reads one.
+-- Scheduled actions a batch fires, as scheduled_work_for_firing reads one, held for this
+-- transaction by the engine (hold_scheduled_v1: a row another transaction is changing
+-- is not returned).
 SELECT s.*, s.run_at <= coalesce(%(now)s::timestamptz, now()) AS due,
        (SELECT f.event_hash FROM charter.automation_firings f
         WHERE f.work_id = s.id AND f.occurrence = s.run_at) AS fired_event
-FROM charter.scheduled_actions s WHERE s.id = ANY (%(ids)s::uuid[])
+FROM charter.hold_scheduled_v1(%(ids)s::uuid[]) s
 
 -- batch_queue_work --
--- Queue rows a batch fires, as queue_work_for_firing reads one.
+-- Queue rows a batch fires, as queue_work_for_firing reads one, held likewise.
 SELECT q.*, true AS due,
        (SELECT f.event_hash FROM charter.automation_firings f
         WHERE f.work_id = q.id AND f.occurrence = q.queued_at) AS fired_event
-FROM charter.automation_queue q WHERE q.id = ANY (%(ids)s::uuid[])
+FROM charter.hold_queue_v1(%(ids)s::uuid[]) q
+
+-- apply_writes --
+-- Every queued write of one or more events, in order, as one statement (migration 0012).
+SELECT charter.apply_writes_v1(%(ops)s::jsonb)
