@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from charter.core.jsontypes import JsonObject
-from charter.db.database import answered
+from charter.db.database import Sync, answered
 from charter.db.payloads import dumps_payload
 from charter.db.queries import query
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow
@@ -28,9 +28,16 @@ class Bookkeeping:
     """One worker's view of the work tables; `now=None` lets the database clock decide."""
 
     def __init__(
-        self, conn: Conn, worker: str, *, now: datetime | None = None, buffered: bool = False
+        self,
+        conn: Conn,
+        worker: str,
+        *,
+        now: datetime | None = None,
+        buffered: bool = False,
+        sync: Sync | None = None,
     ) -> None:
         self.conn = conn
+        self.sync = sync  # the outermost pipeline's, when in one (see db.database.answered)
         self.worker = worker
         self.now = now
         # Buffered, the recording calls wait until `send()`: one record_results_v1 call
@@ -40,7 +47,7 @@ class Bookkeeping:
 
     def _rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self.conn.cursor(row_factory=dict_row) as cur:
-            with answered(self.conn):
+            with answered(self.conn, self.sync):
                 cur.execute(query(name), {"now": self.now, **params})
             return cur.fetchall()
 
@@ -105,7 +112,7 @@ class Bookkeeping:
         return rows
 
     def process_heads(self, process_ids: Iterable[str]) -> dict[str, str | None]:
-        with answered(self.conn):
+        with answered(self.conn, self.sync):
             cursor = self.conn.execute(query("process_heads"), {"ids": list(process_ids)})
         found = cursor.fetchall()
         return {str(pid): (str(head) if head is not None else None) for pid, head in found}

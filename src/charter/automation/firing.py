@@ -114,10 +114,12 @@ class Firer:
         try:
             with (
                 self.database.connection(Role.WORKER) as conn,
-                conn.pipeline(),
+                conn.pipeline() as pipeline,
                 conn.transaction(),
             ):
-                books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none())
+                books = Bookkeeping(
+                    conn, self.worker_id, now=self.clock.now_or_none(), sync=pipeline.sync
+                )
                 self._limit(books)
                 heads = books.process_heads([row.process_id])
                 result = self._one_by_one(books, row, heads, tally)
@@ -137,10 +139,16 @@ class Firer:
         tally = Tally()
         with (
             self.database.connection(Role.WORKER) as conn,
-            conn.pipeline(),
+            conn.pipeline() as pipeline,
             conn.transaction(),
         ):
-            books = Bookkeeping(conn, self.worker_id, now=self.clock.now_or_none(), buffered=True)
+            books = Bookkeeping(
+                conn,
+                self.worker_id,
+                now=self.clock.now_or_none(),
+                buffered=True,
+                sync=pipeline.sync,
+            )
             self._limit(books)
             rows = books.lock_due(limit=self.limits.size)
             outcome.claimed = len(rows)
@@ -174,6 +182,7 @@ class Firer:
             process_ids=[row.process_id for row in rows],
             workflow_paths=[row.workflow_path for row in rows],
             work=[(row.kind, str(row.id)) for row in rows],
+            sync=books.sync,
         )
         fired: list[FireResult] = []
         for row in rows:
@@ -218,7 +227,9 @@ class Firer:
             return _cancelled_result(row, None)
 
         def apply(submission: Submission) -> Accepted:
-            return self.engine.process_within(books.conn, submission, tally, caller=Role.WORKER)
+            return self.engine.process_within(
+                books.conn, submission, tally, caller=Role.WORKER, sync=books.sync
+            )
 
         for _ in range(self.policy.stale_retries):
             result = self._submit(row, heads.get(row.process_id), apply)

@@ -6,7 +6,7 @@ privileges of DESIGN §2 are real in every mode, embedded or not.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from threading import Lock
@@ -55,16 +55,30 @@ _SET_LOCAL_ROLE = {
 }
 
 
-@contextmanager
-def answered(conn: Conn) -> Iterator[None]:
-    """The statements run inside are sent, and answered, as one complete request (they
-    end with a Sync) when the block exits; read their cursors after it.
+# The outermost pipeline's `sync` (psycopg's Pipeline.sync), for `answered`.
+Sync = Callable[[], None]
 
-    In pipeline mode a plain fetch only asks the server to flush: it never learns that the
-    request is over, stays "active", and does not arm `idle_in_transaction_session_timeout`
-    — a client paused then (SIGSTOP, a stalled VM) would hold its locks for good. Every
-    read of a transaction that goes on to work in Python goes through here."""
-    with conn.pipeline():
+
+@contextmanager
+def answered(conn: Conn, sync: Sync | None) -> Iterator[None]:
+    """The statements run inside are sent and answered as complete requests when the
+    block exits (they end with a Sync); read their cursors after it.
+
+    In pipeline mode a plain fetch only asks the server to flush; and leaving a nested
+    pipeline block sends a Sync and then, often, one more flush request. Either way the
+    server's last message is not a Sync: it never learns that the request is over, and
+    does not arm `idle_in_transaction_session_timeout` — a client paused then (SIGSTOP, a
+    stalled VM) would hold its locks for good. `Pipeline.sync()` waits for every answer
+    and sends nothing after the Sync, so every read of a transaction that goes on to
+    work in Python goes through here with the outermost pipeline's `sync`. Outside
+    pipeline mode every statement is a complete request already."""
+    if sync is not None:
+        yield
+        sync()
+    elif conn.pgconn.pipeline_status:
+        with conn.pipeline():  # in a pipeline whose sync we were not given: answered,
+            yield  # but possibly not armed
+    else:
         yield
 
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from charter.core.envelope import Submission, verify_submission
 from charter.core.errors import CharterError
-from charter.db.database import Conn
+from charter.db.database import Conn, Sync
 from charter.engine.process_event import SUBMISSION_CODES, Accepted, Engine, Tally
 from charter.engine.provenance import work_ref
 from charter.engine.store import DecisionInputs, Store, WorkRef
@@ -48,9 +48,10 @@ class EngineBatch:
         process_ids: Sequence[str],
         workflow_paths: Sequence[str],
         work: Sequence[WorkRef],
+        sync: Sync | None = None,
     ) -> None:
         self.engine = engine
-        self.store = Store(conn, now=engine.clock.now_or_none(), buffered=True)
+        self.store = Store(conn, now=engine.clock.now_or_none(), buffered=True, sync=sync)
         self.inputs = self.store.batch_inputs(
             public_key=public_key,
             process_ids=sorted(set(process_ids)),

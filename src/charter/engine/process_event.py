@@ -33,7 +33,7 @@ from charter.core.errors import (
 )
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
-from charter.db.database import Conn, Database, Role, act_as
+from charter.db.database import Conn, Database, Role, Sync, act_as
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
@@ -150,10 +150,12 @@ class Engine:
             # Pipeline mode: statements whose results are not needed yet travel together
             # (the reads, then the writes with the COMMIT), saving round trips.
             tally = Tally()
-            with self.database.connection(Role.ENGINE) as conn, conn.pipeline():
+            with self.database.connection(Role.ENGINE) as conn, conn.pipeline() as pipeline:
                 try:
                     with conn.transaction():
-                        store = Store(conn, now=self.clock.now_or_none(), buffered=True)
+                        store = Store(
+                            conn, now=self.clock.now_or_none(), buffered=True, sync=pipeline.sync
+                        )
                         accepted = self._apply(store, submission, tally, flush=False)
                         store.send()  # the writes go with the COMMIT: one round trip
                 except psycopg.errors.UniqueViolation as exc:
@@ -167,7 +169,13 @@ class Engine:
         return accepted
 
     def process_within(
-        self, conn: Conn, submission: Submission, tally: Tally, *, caller: Role
+        self,
+        conn: Conn,
+        submission: Submission,
+        tally: Tally,
+        *,
+        caller: Role,
+        sync: Sync | None = None,
     ) -> Accepted:
         """Apply one signed event inside the caller's transaction on `conn`, in a savepoint
         of its own and as the engine's role: the automation worker fires a batch of due
@@ -184,7 +192,7 @@ class Engine:
             # is raised inside the savepoint and undoes only this event.
             with conn.transaction():
                 act_as(conn, Role.ENGINE)  # undone by the savepoint's rollback on refusal
-                store = Store(conn, now=self.clock.now_or_none(), buffered=True)
+                store = Store(conn, now=self.clock.now_or_none(), buffered=True, sync=sync)
                 accepted = self._apply(store, submission, tally)
             act_as(conn, caller)
         except CharterError as exc:
@@ -192,7 +200,8 @@ class Engine:
                 tally.rejected.append(exc.code)
                 with conn.transaction():
                     act_as(conn, Role.ENGINE)
-                    self.log_rejection(Store(conn, now=self.clock.now_or_none()), exc, envelope)
+                    store = Store(conn, now=self.clock.now_or_none(), sync=sync)
+                    self.log_rejection(store, exc, envelope)
                     act_as(conn, caller)
             raise
         return accepted

@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from charter.core.ijson import loads
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.db.database import answered
+from charter.db.database import Sync, answered
 from charter.db.payloads import dumps_payload
 from charter.db.queries import query
 from charter.engine.records import ProcessView, StoredEvent
@@ -65,8 +65,16 @@ class BatchInputs:
 
 
 class Store:
-    def __init__(self, conn: Conn, *, now: datetime | None = None, buffered: bool = False) -> None:
+    def __init__(
+        self,
+        conn: Conn,
+        *,
+        now: datetime | None = None,
+        buffered: bool = False,
+        sync: Sync | None = None,
+    ) -> None:
         self.conn = conn
+        self.sync = sync  # the outermost pipeline's, when in one (see db.database.answered)
         self.now = now  # None: the database clock decides
         # Buffered, writes wait in `_ops` until `send()`/`flush()`: one apply_writes_v1
         # call carries them all. Unbuffered, each write is sent as it is made.
@@ -76,7 +84,7 @@ class Store:
 
     def _read(self, name: str, params: dict[str, Any] | None = None) -> psycopg.Cursor[Any]:
         """Run one read and wait for it with a Sync (see `answered`)."""
-        with answered(self.conn):
+        with answered(self.conn, self.sync):
             return self.conn.execute(query(name), params or {})
 
     def _write(self, op: str, **fields: Any) -> None:
@@ -114,7 +122,7 @@ class Store:
         """Everything an event is decided on, sent together (one round trip in pipeline
         mode): the signer's actor, the process (locked when `lock`), the current workflow
         version, the transaction's clock and, for an automated event, its work row."""
-        with answered(self.conn):
+        with answered(self.conn, self.sync):
             actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
             process = self.conn.execute(
                 query("lock_process" if lock else "get_process"), {"id": process_id}
@@ -157,7 +165,7 @@ class Store:
         """What a batch of automated events is decided on, read at once (one round trip
         in pipeline mode): the signer's actor, the processes (locked), their workflows'
         current versions, the transaction's clock and the work rows the events fire."""
-        with answered(self.conn):
+        with answered(self.conn, self.sync):
             actor = self.conn.execute(query("actor_for_key"), {"public_key": public_key})
             processes = self.conn.execute(query("batch_processes"), {"ids": list(process_ids)})
             versions = self.conn.execute(
@@ -192,7 +200,7 @@ class Store:
         """Send every waiting write and wait for them: a refusal by the database (a unique
         key, a trigger) is raised here, not at some later statement or the COMMIT."""
         self.send()
-        with answered(self.conn):
+        with answered(self.conn, self.sync):
             pass
 
     def current_workflow_version(self, path: str) -> str | None:
@@ -230,7 +238,7 @@ class Store:
         the answer, after sending the writes made before it)."""
         self.send()
         self.writes += 1
-        with answered(self.conn):
+        with answered(self.conn, self.sync):
             cursor = self.conn.execute(
                 query("insert_process"),
                 {
