@@ -422,22 +422,35 @@ def test_replace_and_cancel_by_id_notify_with_the_row_id(world: World) -> None:
         assert list(listener.notifies(timeout=0.5)) == []
 
 
-def test_schedule_notifications_arrive_after_commit_and_never_on_rollback(world: World) -> None:
+def test_schedule_hints_are_sent_after_the_commit_and_never_for_a_refusal(world: World) -> None:
+    # Hints are collected while the engine writes and sent once the COMMIT is done, in a
+    # transaction of their own (engine/hints.py): a transaction that notifies cannot share
+    # a WAL flush with others, and a refused event must announce nothing.
     pid = new_process_id()
     opened = world.submit("ada", "open", pid, None, workflow=REMINDERS)
     remind = world.signed("ada", "remind", pid, opened.hash, workflow=REMINDERS)
     with psycopg.connect(world.database.url, autocommit=True) as listener:
         listener.execute("LISTEN scheduled_actions_changed")
-        # The engine's own transaction, held open here: no hint escapes before COMMIT.
+        # The engine's writes alone, rolled back or committed: no hint at all.
         with world.database.connection(Role.ENGINE) as conn:
             with conn.transaction(force_rollback=True):
                 world.engine._apply(Store(conn, now=world.clock.now()), remind)
-                assert list(listener.notifies(timeout=0.5)) == []
-            assert list(listener.notifies(timeout=0.5)) == []  # rolled back: never
-            with conn.transaction():
+            with conn.transaction(force_rollback=True):
                 world.engine._apply(Store(conn, now=world.clock.now()), remind)
-                assert list(listener.notifies(timeout=0.5)) == []
+        assert list(listener.notifies(timeout=0.5)) == []
+        # A refusal (a stale head) rolls back whole and announces nothing.
+        stale = world.signed("ada", "remind", pid, "0" * 63 + "1", workflow=REMINDERS)
+        with pytest.raises(StalePrev):
+            world.engine.process_event(stale)
+        assert list(listener.notifies(timeout=0.5)) == []
+        # Accepted: the hint arrives, and what it names is already committed.
+        world.engine.process_event(remind)
         [note] = _notes(listener, 1)
+        assert _rows(
+            world.database,
+            "SELECT status FROM charter.scheduled_actions WHERE id = %s",
+            note["id"],
+        ) == [("active",)]
     assert (note["id"], note["op"]) == (_schedule(world, pid, "nudge")["id"], "scheduled")
     assert _rows(
         world.database, "SELECT count(*) FROM charter.scheduled_actions WHERE process_id = %s", pid

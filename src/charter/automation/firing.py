@@ -48,6 +48,7 @@ from charter.core.envelope import Submission, sign
 from charter.core.errors import CharterError, LeaseLost, StalePrev
 from charter.db.database import Database, Role, act_as
 from charter.engine.batch import BatchAborted, EngineBatch
+from charter.engine.hints import send_hints
 from charter.engine.process_event import Accepted, Engine, Tally
 from charter.engine.work import ScheduledRow, WorkRow
 
@@ -112,18 +113,16 @@ class Firer:
         transaction, the event included, rolls back: the result is LOST."""
         tally = Tally()
         try:
-            with (
-                self.database.connection(Role.WORKER) as conn,
-                conn.pipeline() as pipeline,
-                conn.transaction(),
-            ):
-                books = Bookkeeping(
-                    conn, self.worker_id, now=self.clock.now_or_none(), sync=pipeline.sync
-                )
-                self._limit(books)
-                heads = books.process_heads([row.process_id])
-                result = self._one_by_one(books, row, heads, tally)
-                result = self._record(books, result)
+            with self.database.connection(Role.WORKER) as conn, conn.pipeline() as pipeline:
+                with conn.transaction():
+                    books = Bookkeeping(
+                        conn, self.worker_id, now=self.clock.now_or_none(), sync=pipeline.sync
+                    )
+                    self._limit(books)
+                    heads = books.process_heads([row.process_id])
+                    result = self._one_by_one(books, row, heads, tally)
+                    result = self._record(books, result)
+                send_hints(conn, tally.hints)
         except LeaseLost as exc:
             log.warning("bookkeeping for %s refused: %s", row.id, exc.message)
             return FireResult(row, Outcome.LOST, None, "lease_lost", exc.message)
@@ -135,38 +134,47 @@ class Firer:
     def _batch(
         self, stopping: Callable[[], bool], claimed: Callable[[int], None], *, one_by_one: bool
     ) -> BatchResult:
-        outcome = BatchResult()
         tally = Tally()
-        with (
-            self.database.connection(Role.WORKER) as conn,
-            conn.pipeline() as pipeline,
-            conn.transaction(),
-        ):
-            books = Bookkeeping(
-                conn,
-                self.worker_id,
-                now=self.clock.now_or_none(),
-                buffered=True,
-                sync=pipeline.sync,
-            )
-            self._limit(books)
-            rows = books.lock_due(limit=self.limits.size)
-            outcome.claimed = len(rows)
-            claimed(len(rows))
-            if not rows:
-                return outcome
-            # In process order: two rows of one process fire one after the other, the
-            # second on the head the first left.
-            rows.sort(key=lambda row: (row.process_id, row.occurrence))
-            if one_by_one:
-                fired = self._one_savepoint_each(books, rows, tally, stopping)
-            else:
-                fired = self._all_at_once(books, rows, tally, stopping)
-            outcome.results = [self._record(books, result) for result in fired]
-            books.send()  # the batch's bookkeeping, one statement, with the COMMIT
-            # The worker is stopping: the rest were only locked, and stay as they were.
-            outcome.released = len(rows) - len(fired)
+        with self.database.connection(Role.WORKER) as conn, conn.pipeline() as pipeline:
+            with conn.transaction():
+                books = Bookkeeping(
+                    conn,
+                    self.worker_id,
+                    now=self.clock.now_or_none(),
+                    buffered=True,
+                    sync=pipeline.sync,
+                )
+                outcome = self._lock_and_fire(books, tally, stopping, claimed, one_by_one)
+            send_hints(conn, tally.hints)  # what the batch queued or cancelled, after COMMIT
         tally.count()
+        return outcome
+
+    def _lock_and_fire(
+        self,
+        books: Bookkeeping,
+        tally: Tally,
+        stopping: Callable[[], bool],
+        claimed: Callable[[int], None],
+        one_by_one: bool,
+    ) -> BatchResult:
+        outcome = BatchResult()
+        self._limit(books)
+        rows = books.lock_due(limit=self.limits.size)
+        outcome.claimed = len(rows)
+        claimed(len(rows))
+        if not rows:
+            return outcome
+        # In process order: two rows of one process fire one after the other, the second
+        # on the head the first left.
+        rows.sort(key=lambda row: (row.process_id, row.occurrence))
+        if one_by_one:
+            fired = self._one_savepoint_each(books, rows, tally, stopping)
+        else:
+            fired = self._all_at_once(books, rows, tally, stopping)
+        outcome.results = [self._record(books, result) for result in fired]
+        books.send()  # the batch's bookkeeping, one statement, with the COMMIT
+        # The worker is stopping: the rest were only locked, and stay as they were.
+        outcome.released = len(rows) - len(fired)
         return outcome
 
     def _all_at_once(
@@ -189,7 +197,7 @@ class Firer:
             if stopping():
                 break
             fired.append(self._in_batch(batch, row, tally))
-        batch.flush()  # the events' writes, sent at once: a refusal aborts the batch
+        batch.flush(tally)  # the events' writes, sent at once: a refusal aborts the batch
         act_as(books.conn, Role.WORKER)
         return fired
 

@@ -89,14 +89,16 @@ class EngineBatch:
             self.inputs.work[ref[1]] = dataclasses.replace(fired, fired_event=accepted.hash)
         return accepted
 
-    def flush(self) -> None:
-        """Send every queued write and wait: BatchAborted if the database refused one."""
+    def flush(self, tally: Tally) -> None:
+        """Send every queued write and wait: BatchAborted if the database refused one.
+        The hints the writes made in SQL join `tally`'s, for after the COMMIT."""
         try:
             self.engine.flush(self.store)
         except CharterError as exc:
             if exc.retryable:
                 raise  # the database went away: the batch is lost either way
             raise BatchAborted(f"the database refused the batch: {exc.message}") from exc
+        tally.hints[:0] = self.store.returned_hints()  # cancellations come first
 
     def _inputs(self, submission: Submission) -> DecisionInputs:
         envelope = submission.envelope

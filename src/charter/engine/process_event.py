@@ -37,6 +37,7 @@ from charter.db.database import Conn, Database, Role, Sync, act_as
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
+from charter.engine.hints import Hint, hint, send_hints
 from charter.engine.provenance import already_fired, refuse_if_fired, work_ref, work_row_for
 from charter.engine.records import ActorContext, ProcessView, StoredEvent
 from charter.engine.registry import Registry
@@ -82,6 +83,7 @@ class Tally:
     cascade_stops: int = 0
     render_failures: int = 0
     rejected: list[str] = field(default_factory=list)  # codes, logged in the transaction
+    hints: list[Hint] = field(default_factory=list)  # NOTIFY hints, sent after the COMMIT
     # (process, schedule id) of every live schedule the events cancelled or replaced: a
     # row an event cancelled — even the very row it fired — is finished by the engine,
     # not by the worker's bookkeeping.
@@ -160,6 +162,7 @@ class Engine:
                         store.send()  # the writes go with the COMMIT: one round trip
                 except psycopg.errors.UniqueViolation as exc:
                     raise _duplicate(exc, envelope.hash(), None) from exc
+                send_hints(conn, [*store.returned_hints(), *tally.hints])  # cancels first
         except CharterError as exc:
             self.record_rejection(exc, envelope)
             raise
@@ -194,6 +197,7 @@ class Engine:
                 act_as(conn, Role.ENGINE)  # undone by the savepoint's rollback on refusal
                 store = Store(conn, now=self.clock.now_or_none(), buffered=True, sync=sync)
                 accepted = self._apply(store, submission, tally)
+                tally.hints[:0] = store.returned_hints()  # cancellations come first
             act_as(conn, caller)
         except CharterError as exc:
             if exc.code in SUBMISSION_CODES:
@@ -426,8 +430,19 @@ class Engine:
                 max_count=schedule.count,
                 **provenance,
             )
-            self._notify_schedule(
-                store, work_id, process_id, path, schedule.action, schedule.run_at, "scheduled"
+            tally.hints.append(
+                hint(
+                    SCHEDULES_CHANNEL,
+                    {
+                        "id": work_id,
+                        "process_id": process_id,
+                        "workflow_path": path,
+                        "action_name": schedule.action,
+                        "run_at": format_rfc3339(schedule.run_at),
+                        "kind": "scheduled_action",
+                        "op": "scheduled",
+                    },
+                )
             )
         for work in decision.auto:
             error = work.error
@@ -474,15 +489,17 @@ class Engine:
                     },
                 )
             else:
-                store.notify(
-                    QUEUE_CHANNEL,
-                    {
-                        "id": queued,
-                        "process_id": process_id,
-                        "workflow_path": path,
-                        "action_name": work.action,
-                        "kind": "auto_action",
-                    },
+                tally.hints.append(
+                    hint(
+                        QUEUE_CHANNEL,
+                        {
+                            "id": queued,
+                            "process_id": process_id,
+                            "workflow_path": path,
+                            "action_name": work.action,
+                            "kind": "auto_action",
+                        },
+                    )
                 )
         for spawn in decision.spawns:
             self._spawn(
@@ -564,29 +581,6 @@ class Engine:
             action=action,
             event_hash=genesis_hash,
             detail={"parent": parent.process, "cause": parent_hash, "workflow_version": version},
-        )
-
-    @staticmethod
-    def _notify_schedule(
-        store: Store,
-        work_id: str,
-        process_id: str,
-        path: str,
-        action: str,
-        run_at: datetime,
-        op: str,
-    ) -> None:
-        store.notify(
-            SCHEDULES_CHANNEL,
-            {
-                "id": work_id,
-                "process_id": process_id,
-                "workflow_path": path,
-                "action_name": action,
-                "run_at": format_rfc3339(run_at),
-                "kind": "scheduled_action",
-                "op": op,
-            },
         )
 
 

@@ -6,7 +6,6 @@ Rows come out as frozen records, never raw tuples.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +20,7 @@ from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Sync, answered
 from charter.db.payloads import dumps_payload
 from charter.db.queries import query
+from charter.engine.hints import Hint
 from charter.engine.records import ProcessView, StoredEvent
 from charter.engine.work import SCHEDULED_ACTION, QueueRow, ScheduledRow, WorkRow
 
@@ -80,6 +80,7 @@ class Store:
         # call carries them all. Unbuffered, each write is sent as it is made.
         self.buffered = buffered
         self._ops: list[dict[str, Any]] = []
+        self._sent: list[psycopg.Cursor[Any]] = []  # apply_writes calls, for their hints
         self.writes = 0  # writes made through this store, sent or waiting
 
     def _read(self, name: str, params: dict[str, Any] | None = None) -> psycopg.Cursor[Any]:
@@ -97,8 +98,17 @@ class Store:
         """Queue the waiting writes as one statement (nothing is waited for)."""
         if self._ops:
             ops, self._ops = self._ops, []
-            text = dumps_payload(ops)
-            self.conn.execute(query("apply_writes"), {"ops": text})
+            self._sent.append(self.conn.execute(query("apply_writes"), {"ops": dumps_payload(ops)}))
+
+    def returned_hints(self) -> list[Hint]:
+        """The wake-up hints the sent writes produced in SQL (cancellations); call once
+        they have been answered (after a flush or the COMMIT)."""
+        found: list[Hint] = []
+        for cursor in self._sent:
+            row = cursor.fetchone()
+            found.extend((str(c), str(p)) for c, p in (row[0] if row and row[0] else []))
+        self._sent.clear()
+        return found
 
     # --- actors and workflows --------------------------------------------------------
 
@@ -444,11 +454,6 @@ class Store:
             message=message,
             detail=detail or {},
         )
-
-    def notify(self, channel: str, payload: JsonObject) -> None:
-        """A hint delivered at commit; ids only, far below NOTIFY's 8000-byte limit."""
-        text = json.dumps(payload, separators=(",", ":"), sort_keys=True)
-        self._write("notify", channel=channel, payload=text)
 
 
 def _firing_work(row: dict[str, Any], *, held: bool = False) -> FiringWork:

@@ -530,7 +530,7 @@ GRANT SELECT ON charter.workflow_deployments TO charter_reader;
 GRANT SELECT ON charter.workflow_deployments TO charter_worker;
 
 CREATE OR REPLACE FUNCTION charter.apply_writes_v1(p_ops jsonb)
- RETURNS void
+ RETURNS jsonb
  LANGUAGE plpgsql
  SET search_path TO 'charter', 'pg_temp'
 AS $function$
@@ -538,6 +538,7 @@ DECLARE
     op jsonb;
     v_at timestamptz;
     cancelled record;
+    hints jsonb := '[]';
 BEGIN
     FOR op IN SELECT value FROM jsonb_array_elements(p_ops) LOOP
         v_at := coalesce((op->>'now')::timestamptz, now());
@@ -572,13 +573,15 @@ BEGIN
                   AND status IN ('active', 'claimed')
                 RETURNING id, process_id, workflow_path, action_name, run_at
             LOOP
-                PERFORM pg_notify('scheduled_actions_changed', json_build_object(
-                    'id', cancelled.id, 'process_id', cancelled.process_id,
-                    'workflow_path', cancelled.workflow_path,
-                    'action_name', cancelled.action_name,
-                    'run_at', to_char(cancelled.run_at AT TIME ZONE 'UTC',
-                                      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                    'kind', 'scheduled_action', 'op', 'cancelled')::text);
+                hints := hints || jsonb_build_array(jsonb_build_array(
+                    'scheduled_actions_changed',
+                    jsonb_build_object(
+                        'id', cancelled.id, 'process_id', cancelled.process_id,
+                        'workflow_path', cancelled.workflow_path,
+                        'action_name', cancelled.action_name,
+                        'run_at', to_char(cancelled.run_at AT TIME ZONE 'UTC',
+                                          'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                        'kind', 'scheduled_action', 'op', 'cancelled')::text));
             END LOOP;
         WHEN 'insert_schedule' THEN
             INSERT INTO charter.scheduled_actions (id, schedule_id, process_id, workflow_path,
@@ -610,12 +613,11 @@ BEGIN
                 event_hash, message, detail, at)
             VALUES (op->>'level', op->>'kind', op->>'code', op->>'process_id', op->>'actor',
                 op->>'action', op->>'event_hash', op->>'message', op->'detail', v_at);
-        WHEN 'notify' THEN
-            PERFORM pg_notify(op->>'channel', op->>'payload');
         ELSE
             RAISE EXCEPTION 'apply_writes_v1: unknown write %', op->>'op';
         END CASE;
     END LOOP;
+    RETURN hints;
 END
 $function$;
 GRANT EXECUTE ON FUNCTION apply_writes_v1(jsonb) TO charter_engine;

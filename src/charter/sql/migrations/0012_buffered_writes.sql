@@ -1,21 +1,21 @@
 -- The engine's writes of one or many events as one statement (DESIGN §5; issue: the
 -- governed write path). The engine decides in Python and queues every write of an event
--- — the event, the new head, the firing it records, cancellations, schedules, queue
--- rows, log rows and NOTIFY hints — then sends them all with one call of
--- apply_writes_v1, in order. One statement instead of a dozen: fewer round trips, less
--- per-statement work on both sides, and no window in which a client paused between two
--- statements leaves its transaction waiting mid-pipeline (PostgreSQL arms the idle-in-
--- transaction timeout only between complete requests).
+-- — the event, the new head, the firing it records, cancellations, schedules, queue rows
+-- and log rows — then sends them all with one call of apply_writes_v1, in order: one
+-- statement instead of a dozen, fewer round trips, less per-statement work on both
+-- sides. It returns the wake-up hints only SQL can make (the rows a cancellation hit),
+-- which the engine sends with its own after the COMMIT (engine/hints.py).
 --
 -- SECURITY INVOKER: the caller's privileges apply (the engine's role); the triggers and
 -- constraints check every row as they would for separate statements.
 
-CREATE FUNCTION charter.apply_writes_v1(p_ops jsonb) RETURNS void
+CREATE FUNCTION charter.apply_writes_v1(p_ops jsonb) RETURNS jsonb
 LANGUAGE plpgsql SET search_path = charter, pg_temp AS $$
 DECLARE
     op jsonb;
     v_at timestamptz;
     cancelled record;
+    hints jsonb := '[]';
 BEGIN
     FOR op IN SELECT value FROM jsonb_array_elements(p_ops) LOOP
         v_at := coalesce((op->>'now')::timestamptz, now());
@@ -50,13 +50,15 @@ BEGIN
                   AND status IN ('active', 'claimed')
                 RETURNING id, process_id, workflow_path, action_name, run_at
             LOOP
-                PERFORM pg_notify('scheduled_actions_changed', json_build_object(
-                    'id', cancelled.id, 'process_id', cancelled.process_id,
-                    'workflow_path', cancelled.workflow_path,
-                    'action_name', cancelled.action_name,
-                    'run_at', to_char(cancelled.run_at AT TIME ZONE 'UTC',
-                                      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                    'kind', 'scheduled_action', 'op', 'cancelled')::text);
+                hints := hints || jsonb_build_array(jsonb_build_array(
+                    'scheduled_actions_changed',
+                    jsonb_build_object(
+                        'id', cancelled.id, 'process_id', cancelled.process_id,
+                        'workflow_path', cancelled.workflow_path,
+                        'action_name', cancelled.action_name,
+                        'run_at', to_char(cancelled.run_at AT TIME ZONE 'UTC',
+                                          'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                        'kind', 'scheduled_action', 'op', 'cancelled')::text));
             END LOOP;
         WHEN 'insert_schedule' THEN
             INSERT INTO charter.scheduled_actions (id, schedule_id, process_id, workflow_path,
@@ -88,12 +90,11 @@ BEGIN
                 event_hash, message, detail, at)
             VALUES (op->>'level', op->>'kind', op->>'code', op->>'process_id', op->>'actor',
                 op->>'action', op->>'event_hash', op->>'message', op->'detail', v_at);
-        WHEN 'notify' THEN
-            PERFORM pg_notify(op->>'channel', op->>'payload');
         ELSE
             RAISE EXCEPTION 'apply_writes_v1: unknown write %', op->>'op';
         END CASE;
     END LOOP;
+    RETURN hints;
 END
 $$;
 

@@ -170,3 +170,8 @@ FROM charter.hold_queue_v1(%(ids)s::uuid[]) q
 -- apply_writes --
 -- Every queued write of one or more events, in order, as one statement (migration 0012).
 SELECT charter.apply_writes_v1(%(ops)s::jsonb)
+
+-- send_hints --
+-- Wake-up hints, sent after the commit of what they announce (engine/hints.py).
+SELECT pg_notify(channel, payload)
+FROM unnest(%(channels)s::text[], %(payloads)s::text[]) AS h(channel, payload)
