@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import timedelta
 from typing import Any
@@ -169,6 +170,24 @@ def test_notifications_are_sent_after_commit(world: World, database_url: str) ->
         "scheduled_actions_changed",
     ]
     assert all(f'"process_id":"{pid}"' in payload for _, payload in received)
+
+
+def test_every_appended_event_is_announced_after_its_commit(
+    world: World, database_url: str
+) -> None:
+    with psycopg.connect(database_url, autocommit=True) as listener:
+        listener.execute("LISTEN charter_events")
+        pid, opened = _opened(world)
+        submitted = world.submit("ada", "submit_onboarding", pid, opened)
+        fired = world.fire_queued(pid, "start_screening")
+        notes = [json.loads(n.payload) for n in listener.notifies(timeout=2.0, stop_after=3)]
+    assert notes == [
+        {"process": pid, "seq": 1, "hash": opened, "action": "open", "actor_id": "ada"},
+        {"process": pid, "seq": 2, "hash": submitted.hash, "action": "submit_onboarding",
+         "actor_id": "ada"},
+        {"process": pid, "seq": 3, "hash": fired.event_hash, "action": "start_screening",
+         "actor_id": "automation"},
+    ]  # fmt: skip
 
 
 def test_rules_in_force_at_decision_time(world: World) -> None:

@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 MAX_SPAWN_DEPTH = 8  # a child's create action may spawn too, but not without end
 SCHEDULES_CHANNEL = "scheduled_actions_changed"
 QUEUE_CHANNEL = "automation_queue_changed"
+EVENTS_CHANNEL = "charter_events"  # an event was appended: for live views, not the worker
 
 # Codes a submitter can cause; anything else is an engine or database failure.
 SUBMISSION_CODES = frozenset(
@@ -337,6 +338,7 @@ class Engine:
         )
         if work is not None:
             store.insert_firing(work, event_hash)
+        tally.hints.append(_appended(envelope.process, seq, event_hash, envelope.action, actor))
         cascade = Cascade.after(work, event_hash)
         self._persist_effects(store, envelope, event_hash, actor, decision, cascade, tally, depth=0)
         # No system_log row for an accepted event: the events table is that log.
@@ -574,6 +576,7 @@ class Engine:
         self._persist_effects(
             store, genesis, genesis_hash, actor, decision, cascade, tally, depth=depth
         )
+        tally.hints.append(_appended(process_id, 1, genesis_hash, action, actor))
         store.log(
             "process.spawned",
             process_id=process_id,
@@ -615,6 +618,14 @@ class Reads:
             if store.get_process(process_id) is None:
                 raise UnknownProcess(f"no process {process_id!r}")
             return store.process_work(process_id)
+
+
+def _appended(process_id: str, seq: int, event_hash: str, action: str, actor: ActorContext) -> Hint:
+    return hint(
+        EVENTS_CHANNEL,
+        {"process": process_id, "seq": seq, "hash": event_hash, "action": action,
+         "actor_id": actor.id},
+    )  # fmt: skip
 
 
 def _duplicate(
