@@ -1,26 +1,30 @@
-"""Firing due work as the automation actor: claim, sign, apply, record — one transaction.
+"""Firing due work as the automation actor: lock, sign, decide, record — one transaction.
 
 One transaction per batch instead of three per fire (claim, event, bookkeeping):
 
-1. the claim takes ready queue rows and due scheduled actions (`FOR UPDATE SKIP LOCKED`)
-   and locks their processes too, skipping any process another transaction holds, so
-   a batch never waits for a person's event and two batches cannot deadlock;
-2. the heads of those processes are read once (nobody else can move them now);
-3. each row is signed as the automation actor and applied by the engine in a savepoint
-   of its own (`Engine.process_within`: the same checks and writes as `process_event`),
-   so a refused event undoes only itself; its result is recorded by the bookkeeping
-   functions in the same transaction;
-4. one COMMIT makes the events, the work rows' new states and the log rows visible
-   together. A crash anywhere before it rolls everything back: the rows are due again,
-   nothing fired, and exactly-once still rests on the firing key, not on timing.
+1. `lock_due` locks ready queue rows and due scheduled actions (`FOR UPDATE SKIP LOCKED`)
+   and their processes, skipping any row or process another transaction holds: a batch
+   never waits for a person's event and two batches cannot deadlock. The lock is the
+   claim — no lease is written, the rows stay `pending`/`active`;
+2. the engine reads the whole batch's inputs at once and holds the rows itself
+   (`EngineBatch`); each row is signed on its process's head and decided by the same
+   rules as `process_event`, its writes queued;
+3. the events' writes go as one statement, the rows' bookkeeping as another, then one
+   COMMIT makes it all visible together; the wake-up hints follow it.
+
+A crash anywhere before the COMMIT rolls everything back: every row is due again,
+untouched, and exactly-once still rests on the firing key, not on timing. A refusal the
+database raises, or one that follows some of an event's writes (`BatchAborted`), rolls
+the batch back; its work is then fired event by event, each in a savepoint of its own
+(`Engine.process_within`), so only the refused event is undone.
 
 The batch is bounded (`BatchLimits`): a lock wait longer than a few seconds fails only
-that row's savepoint (it retries later), and a pause of this worker inside the
-transaction (SIGSTOP, a stalled VM) longer than the lease makes PostgreSQL end the
-session, rolling the batch back rather than holding its locks.
+that event, and a pause of this worker inside the transaction (SIGSTOP, a stalled VM)
+longer than the lease makes PostgreSQL end the session (`idle_in_transaction_session_
+timeout`), rolling the batch back rather than holding its locks.
 
-`fire(row)` fires one row claimed earlier (under a lease, in a committed transaction)
-the same way, in a transaction of its own.
+`fire(row)` fires one row claimed earlier under a lease (a committed claim) the same way,
+in a transaction of its own.
 """
 
 from __future__ import annotations
