@@ -112,6 +112,7 @@ def _ratio(
     if lower_is_better is None or ours is None or not theirs:
         return "—"
     ratio = ours / theirs
-    if ratio == 1:
-        return "1.00x, even"
-    return f"{ratio:.2f}x, favours {us if (ratio < 1) == lower_is_better else them}"
+    shown = f"{ratio:.2f}x"
+    if shown == "1.00x":
+        return f"{shown}, even"
+    return f"{shown}, favours {us if (ratio < 1) == lower_is_better else them}"
