@@ -3,9 +3,10 @@
 - Commit instants from the server's write-ahead log. Every COMMIT record carries the
   instant the transaction committed (the value `pg_xact_commit_timestamp` would report
   with track_commit_timestamp on; the WAL has it without that setting). A temporary
-  physical replication slot keeps the window's WAL segments from being recycled, the
-  segments are read with `pg_read_binary_file` and decoded by `pg_waldump`; a row's
-  `xmin` names the transaction that wrote it. Needs a superuser admin URL and a
+  physical replication slot keeps the window's WAL segments from being recycled, and
+  `pg_waldump` decodes them (in the server's pg_wal when this process can read it, else
+  from copies read with `pg_read_binary_file`); a row's `xmin` names the transaction
+  that wrote it. Needs a superuser admin URL and a
   pg_waldump of the server's major version.
 - CPU: user+system seconds of the worker processes (and any children) from psutil, and
   of the PostgreSQL client backends connected to the trial database (from
@@ -80,6 +81,27 @@ class CommitWindow:
         row = self.conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
         assert row is not None
         end = str(row[0])
+        with self._segments(end) as directory:
+            dump = subprocess.run(
+                [self.waldump, "-p", str(directory), "-s", self.start, "-e", end,
+                 "-r", "Transaction"],
+                capture_output=True, text=True, timeout=600, env={**os.environ, "TZ": "UTC"},
+            )  # fmt: skip
+        commits = parse_commits(dump.stdout.splitlines())
+        if not commits and dump.returncode != 0:
+            raise WalUnavailable(f"pg_waldump failed: {dump.stderr.strip()[-500:]}")
+        return commits
+
+    @contextlib.contextmanager
+    def _segments(self, end: str) -> Iterator[Path]:
+        """The server's pg_wal if this process can read it (same machine), else a copy
+        of the window's segments read through SQL."""
+        row = self.conn.execute("SELECT current_setting('data_directory')").fetchone()
+        assert row is not None
+        local = Path(str(row[0])) / "pg_wal"
+        if os.access(local, os.R_OK | os.X_OK):
+            yield local
+            return
         directory = self.scratch / f"wal-{secrets.token_hex(4)}"
         directory.mkdir(parents=True)
         try:
@@ -94,17 +116,9 @@ class CommitWindow:
                 ).fetchone()
                 assert data is not None
                 (directory / name).write_bytes(data[0])
-            dump = subprocess.run(
-                [self.waldump, "-p", str(directory), "-s", self.start, "-e", end,
-                 "-r", "Transaction"],
-                capture_output=True, text=True, timeout=600, env={**os.environ, "TZ": "UTC"},
-            )  # fmt: skip
+            yield directory
         finally:
             shutil.rmtree(directory, ignore_errors=True)
-        commits = parse_commits(dump.stdout.splitlines())
-        if not commits and dump.returncode != 0:
-            raise WalUnavailable(f"pg_waldump failed: {dump.stderr.strip()[-500:]}")
-        return commits
 
 
 def parse_commits(lines: Sequence[str]) -> dict[int, datetime]:

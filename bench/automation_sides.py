@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -349,10 +350,12 @@ class GraphileSide(Side):
         )
 
     def install(self, url: str) -> None:
-        subprocess.run(
+        done = subprocess.run(
             [self.node, self.cli, "--connection", node_url(url), "--schema-only"],
-            cwd=self.home, env=_env(), capture_output=True, text=True, timeout=300, check=True,
+            cwd=self.home, env=_env(), capture_output=True, text=True, timeout=300,
         )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"graphile-worker --schema-only failed: {done.stderr[-800:]}")
 
     def command(self, url: str, index: int) -> Command:
         argv = [self.node, self.cli, "--connection", node_url(url), "--jobs", str(CONCURRENCY)]
@@ -440,7 +443,7 @@ def running(side: Side, url: str, count: int, logs: Path) -> Iterator[list[Worke
     try:
         for index in range(count):
             command = side.command(url, index)
-            log = logs / f"{side.name.lower()}-{os.getpid()}-{len(list(logs.iterdir()))}.log"
+            log = logs / f"{side.name.lower()}-{index}-{secrets.token_hex(3)}.log"
             with log.open("wb") as out:
                 popen = subprocess.Popen(
                     command.argv, env=command.env, cwd=command.cwd,
