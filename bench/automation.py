@@ -485,8 +485,7 @@ def main(args: argparse.Namespace) -> int:
             bench.drop_all()
     print_results(
         f"Automation worker: {' vs '.join(f'{s.name} {s.version}' for s in sides)}"
-        f" ({sizes.runs} run{'s' if sizes.runs > 1 else ''} per side and measure,"
-        f" median (lowest to highest); {time.monotonic() - started:.0f} s in all)",
+        f" ({_runs(sizes.runs)}; {time.monotonic() - started:.0f} s in all)",
         table(results, sides, sizes),
         width=200,
     )
@@ -502,6 +501,12 @@ def main(args: argparse.Namespace) -> int:
         " PostgreSQL client backends, from the backlog's start line to its last fire."
     )
     return 0
+
+
+def _runs(runs: int) -> str:
+    if runs == 1:
+        return "1 run per side and measure"
+    return f"{runs} runs per side and measure: median (lowest to highest)"
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:

@@ -112,7 +112,7 @@ def _ratio(
     if lower_is_better is None or ours is None or not theirs:
         return "—"
     ratio = ours / theirs
-    shown = f"{ratio:.2f}x"
+    shown = f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"  # not 0.00x
     if shown == "1.00x":
         return f"{shown}, even"
     return f"{shown}, favours {us if (ratio < 1) == lower_is_better else them}"
