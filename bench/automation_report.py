@@ -47,7 +47,7 @@ def rows_for(sizes: Sizes) -> list[Row]:
     lower, higher = "lower is better", "higher is better"
     key = RESPONSIVENESS
     rows = [Row(f"wake-up latency p{p} (ms; {lower})", key, f"p{p}", True) for p in (50, 95, 99)]
-    rows.append(Row("wake-up: actual spacing of the creations (ms)", key, "spacing", None))
+    rows.append(Row("wake-up: actual spacing of the causing commits (ms)", key, "spacing", None))
     rows += [Row(f"lateness {s} (ms; {lower})", key, f"late {s}", True)
              for s in ("p50", "p99", "max")]  # fmt: skip
     for n in sizes.workers:
