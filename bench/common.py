@@ -112,9 +112,12 @@ def measure_interleaved(
     return [Timing(len(samples), sum(samples) / 1e6, samples) for samples in latencies]
 
 
-def print_results(title: str, rows: Sequence[Mapping[str, object]]) -> None:
-    """Print the machine summary and `rows` as one table (columns from the first row)."""
-    console = Console()
+def print_results(
+    title: str, rows: Sequence[Mapping[str, object]], *, width: int | None = None
+) -> None:
+    """Print the machine summary and `rows` as one table (columns from the first row);
+    `width` overrides the terminal's (a wide table stays readable in a log)."""
+    console = Console(width=width)
     console.print(f"[bold]{title}[/bold]")
     console.print(machine_summary())
     table = Table()
