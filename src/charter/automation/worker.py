@@ -157,10 +157,11 @@ class AutomationWorker:
         """Reclaim expired leases when their timer says so, then fire one batch."""
         result = PassResult()
         if self._next_reclaim is None or self.clock.now() >= self._next_reclaim:
-            result.reclaimed = await asyncio.to_thread(self._reclaim)
+            # Set before awaiting: batches started together reclaim once, not each.
             self._next_reclaim = self.clock.now() + timedelta(
                 seconds=max(1.0, self.settings.lease_seconds / 4)
             )
+            result.reclaimed = await asyncio.to_thread(self._reclaim)
         loop = asyncio.get_running_loop()
 
         def claimed(count: int) -> None:
