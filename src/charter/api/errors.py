@@ -23,6 +23,7 @@ from starlette.types import Send
 
 from charter.api.request_id import HEADER, request_id
 from charter.core.errors import CharterError, Malformed, Unauthorized
+from charter.logs import mark_logged
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,7 @@ def install_error_handlers(app: FastAPI) -> None:
             exc_info=exc,
             extra={"action": "http.server_error", "request_id": rid},
         )
+        mark_logged(exc)  # Starlette re-raises it for the server, which would log it again
         body = _server_error_body("internal", GENERIC_MESSAGE, rid)
         return JSONResponse(body, status_code=500, headers={HEADER: rid})
 

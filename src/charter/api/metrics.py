@@ -1,13 +1,18 @@
-"""HTTP request metrics, on the engine's registry so /metrics serves one page."""
+"""HTTP request metrics, on the engine's registry so /metrics serves one page, and the
+access log: one line per request (method, route template, status, duration), never a
+token, a query string or a body."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from charter.engine.metrics import REGISTRY
+
+access_log = logging.getLogger("charter.access")
 
 HTTP_REQUESTS = Counter(
     "charter_http_requests",
@@ -50,4 +55,10 @@ class RequestMetrics:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             method = str(scope.get("method", ""))
             HTTP_REQUESTS.labels(method=method, route=route, status=str(status)).inc()
-            HTTP_SECONDS.labels(method=method, route=route).observe(time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            HTTP_SECONDS.labels(method=method, route=route).observe(seconds)
+            access_log.info(
+                "%s %s %d %.1f ms", method, route, status, seconds * 1000,
+                extra={"method": method, "route": route, "status": status,
+                       "duration_ms": round(seconds * 1000, 3)},
+            )  # fmt: skip

@@ -10,6 +10,8 @@ import uuid
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from charter.logs import log_context
+
 HEADER = "x-request-id"
 # Printable ASCII without spaces, bounded: it is echoed in a header and written to logs.
 _ACCEPTED = re.compile(r"[!-~]{1,128}")
@@ -46,7 +48,8 @@ class RequestId:
                 MutableHeaders(scope=message)[HEADER] = rid
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        with log_context(request_id=rid):
+            await self.app(scope, receive, send_with_id)
 
 
 def _given(scope: Scope) -> str | None:

@@ -11,6 +11,7 @@ from charter.api import schemas
 from charter.api.state import Services, services
 from charter.core.envelope import parse_submission
 from charter.core.errors import Malformed
+from charter.logs import log_context
 
 router = APIRouter(tags=["events"])
 
@@ -36,5 +37,7 @@ def submit_event(
     except Malformed as exc:
         context.engine.record_rejection(exc)
         raise
-    accepted = context.engine.process_event(submission)
+    envelope = submission.envelope
+    with log_context(process_id=envelope.process, action=envelope.action):
+        accepted = context.engine.process_event(submission)
     return JSONResponse(accepted.to_json(), status_code=201)

@@ -55,6 +55,7 @@ from charter.engine.batch import BatchAborted, EngineBatch
 from charter.engine.hints import send_hints
 from charter.engine.process_event import Accepted, Engine, Tally
 from charter.engine.work import ScheduledRow, WorkRow
+from charter.logs import log_context
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +262,10 @@ class Firer:
     ) -> FireResult:
         envelope = envelope_for(row, head, self.key, self.clock.now(), self.worker_id)
         try:
-            accepted = apply(sign(envelope, self.key))
+            with log_context(
+                work_id=str(row.id), process_id=row.process_id, action=row.action_name
+            ):
+                accepted = apply(sign(envelope, self.key))
         except BatchAborted:
             raise
         except StalePrev as exc:

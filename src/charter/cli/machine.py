@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import re
 import secrets
 import signal
@@ -18,6 +17,7 @@ from charter.automations.dpop import public_jwk as jwk_of
 from charter.automations.dpop import thumbprint
 from charter.automations.executor import ExecutorOptions, RunExecutor
 from charter.automations.machine_client import MachineClient, register_machine
+from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_logging
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
 from charter.core.errors import ConfigurationError, KeyFileError
@@ -121,16 +121,18 @@ def run(
     poll: Annotated[
         float, typer.Option(min=0.05, help="Seconds between claims when there is no run.")
     ] = 1.0,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every run.")] = False,
+    log_level: LogLevel = LogLevelName.info,
+    log_format: LogFormat = LogFormatName.text,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Same as --log-level debug.")
+    ] = False,
 ) -> None:
     """Claim runs for this machine's target and execute their plans until SIGTERM/Ctrl-C.
 
     Ships the http.request and charter.submit action hosts; charter.submit reads
     processes with CHARTER_TOKEN (processes:read).
     """
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
-    )
+    setup_logging(LogLevelName.debug if verbose else log_level, log_format)
     if heartbeat >= lease_seconds:
         raise ConfigurationError("--heartbeat must be shorter than --lease-seconds")
     settings = Settings.from_env()

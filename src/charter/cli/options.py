@@ -3,6 +3,7 @@ variables and help read the same in `charter up` and `charter worker`."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -35,3 +36,39 @@ CronInterval = Annotated[
     float,
     typer.Option("--cron-interval", min=0.1, help="Seconds between cron admission ticks."),
 ]
+
+
+class LogLevelName(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+class LogFormatName(StrEnum):
+    text = "text"
+    json = "json"
+
+
+LogLevel = Annotated[
+    LogLevelName,
+    typer.Option(
+        "--log-level", envvar="CHARTER_LOG_LEVEL", case_sensitive=False,
+        help="Lowest level logged to stderr.",
+    ),
+]  # fmt: skip
+LogFormat = Annotated[
+    LogFormatName,
+    typer.Option(
+        "--log-format", envvar="CHARTER_LOG_FORMAT",
+        help="text: timestamp, level, logger, message; json: one object per line, with "
+        "the request id, process, action, work or run id where known.",
+    ),
+]  # fmt: skip
+
+
+def setup_logging(level: LogLevelName, log_format: LogFormatName) -> None:
+    """What every long-running command does first with its logging options."""
+    from charter.logs import configure_logging
+
+    configure_logging(level.value, "json" if log_format is LogFormatName.json else "text")

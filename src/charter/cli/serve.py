@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import typer
 
+from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_logging
 from charter.core.config import DEFAULT_HOST, DEFAULT_PORT
 
 
 def serve(
     host: str = typer.Option(DEFAULT_HOST, help="Address to listen on."),
     port: int = typer.Option(DEFAULT_PORT, help="Port to listen on."),
+    log_level: LogLevel = LogLevelName.info,
+    log_format: LogFormat = LogFormatName.text,
 ) -> None:
     """Serve the HTTP API alone: no automation worker, no cron admission.
 
@@ -25,5 +28,7 @@ def serve(
     whole fleet).
     """
     from charter.cli.serving import serve_api
+
+    setup_logging(log_level, log_format)
 
     serve_api(host, port)

@@ -45,7 +45,12 @@ def api_server(
     database: Database, engine: Engine, settings: Settings, host: str, port: int
 ) -> QuietServer:
     app = create_app(database, engine=engine, settings=settings)
-    return QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    # Logging is the command's (charter.logs): uvicorn neither configures it nor writes
+    # its own access log.
+    config = uvicorn.Config(
+        app, host=host, port=port, log_config=None, log_level=None, access_log=False
+    )
+    return QuietServer(config)
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from charter.cli.options import DEFAULT_WORKER, Concurrency, CronInterval, LeaseSeconds
+from charter.cli.options import (
+    DEFAULT_WORKER,
+    Concurrency,
+    CronInterval,
+    LeaseSeconds,
+    LogFormat,
+    LogFormatName,
+    LogLevel,
+    LogLevelName,
+    setup_logging,
+)
 from charter.core.config import DEFAULT_HOST, DEFAULT_PORT
 
 
@@ -17,14 +27,26 @@ def up(
     cron_interval: CronInterval = 5.0,
     lease_seconds: LeaseSeconds = DEFAULT_WORKER.lease_seconds,
     concurrency: Concurrency = DEFAULT_WORKER.concurrency,
+    log_level: LogLevel = LogLevelName.info,
+    log_format: LogFormat = LogFormatName.text,
 ) -> None:
     """Start Charter: database, migrations, API, automation worker and cron admission.
+
+    With --demo the access log is left out (the live view polls the API) unless
+    --log-level is debug.
 
     The database is embedded unless CHARTER_DATABASE_URL is set; Ctrl-C stops
     everything cleanly. To run the API and the workers as separate processes, use
     `charter serve` and `charter worker` instead.
     """
+    import logging
     from dataclasses import replace
+
+    setup_logging(log_level, log_format)
+    if demo and log_level is not LogLevelName.debug:
+        # The demo's live view polls the API twice a second: its access lines would bury
+        # the view. They are there at --log-level debug.
+        logging.getLogger("charter.access").setLevel(logging.WARNING)
 
     from charter.cli.stack import start
 

@@ -4,7 +4,6 @@ cron admission — as a process of its own (`charter serve` is the other half)."
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 
 import typer
@@ -13,7 +12,17 @@ from rich.console import Console
 from charter.automation.keys import verified_secret
 from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
-from charter.cli.options import DEFAULT_WORKER, Concurrency, CronInterval, LeaseSeconds
+from charter.cli.options import (
+    DEFAULT_WORKER,
+    Concurrency,
+    CronInterval,
+    LeaseSeconds,
+    LogFormat,
+    LogFormatName,
+    LogLevel,
+    LogLevelName,
+    setup_logging,
+)
 from charter.core.config import Settings
 from charter.db.database import Database
 from charter.db.embedded import database_url
@@ -37,7 +46,9 @@ def worker(
         "each due occurrence is admitted once).",
     ),
     cron_interval: CronInterval = 5.0,
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every pass."),
+    log_level: LogLevel = LogLevelName.info,
+    log_format: LogFormat = LogFormatName.text,
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Same as --log-level debug."),
 ) -> None:
     """Fire scheduled and automatic actions as the automation actor, and admit cron runs,
     until SIGTERM/Ctrl-C.
@@ -45,7 +56,7 @@ def worker(
     Needs AUTOMATION_ACTOR_SK (or the key file `charter up` made in CHARTER_HOME) that
     matches the automation actor's registered public key.
     """
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
+    setup_logging(LogLevelName.debug if verbose else log_level, log_format)
     settings = Settings.from_env()
     console = Console(stderr=True)
     # Connections: the concurrent firings, a pass's bookkeeping, cron admission.
