@@ -86,7 +86,11 @@ def test_serve_is_the_api_alone_and_a_separate_worker_fires_the_work(
 
     port = free_port()
     api = f"http://127.0.0.1:{port}"
-    server = start_charter("serve", "--port", str(port), env=charter_env(CHARTER_DATABASE_URL=url))
+    server = start_charter(
+        "serve", "--port", str(port), "--log-format", "json",
+        env=charter_env(CHARTER_DATABASE_URL=url),
+    )  # fmt: skip
+    metrics_port = free_port()
     worker: subprocess.Popen[str] | None = None
     try:
         health = wait_healthy(api, server).json()
@@ -108,6 +112,8 @@ def test_serve_is_the_api_alone_and_a_separate_worker_fires_the_work(
                 "2",
                 "--cron-interval",
                 "0.5",
+                "--metrics-port",
+                str(metrics_port),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -126,6 +132,10 @@ def test_serve_is_the_api_alone_and_a_separate_worker_fires_the_work(
         )
         assert [e["envelope"]["action"] for e in events.json()["events"]] == ["open", "touch"]
         assert events.json()["events"][1]["envelope"]["actor"] == keys.automation.public_key_hex
+        scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).text
+        assert 'charter_automation_fires_total{kind="auto_action",outcome="accepted"} 1.0' in (
+            scraped
+        )
     finally:
         if worker is not None:
             _, worker_err = _stop(worker)
@@ -135,8 +145,19 @@ def test_serve_is_the_api_alone_and_a_separate_worker_fires_the_work(
     assert "stopped cleanly" in out
     assert worker is not None
     assert worker.returncode == 0, worker_err
-    assert "started (lease 30 s, 2 at once, cron admission every 0.5 s)" in worker_err
+    assert (
+        "started (lease 30 s, 2 at once, cron admission every 0.5 s, metrics at "
+        f"http://127.0.0.1:{metrics_port}/metrics)"
+    ) in worker_err
     assert "fired 1" in worker_err
+    # The API's log: JSON lines, one access line per request, by route template.
+    logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert logged, err
+    access = [line for line in logged if line["logger"] == "charter.access"]
+    assert {"route": "/v1/events", "status": 201} in [
+        {"route": line["route"], "status": line["status"]} for line in access
+    ]
+    assert all(line["request_id"] for line in access)
 
 
 def test_worker_options_are_checked_as_usage_errors() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Scope
 
@@ -20,6 +21,7 @@ from charter.api import (
 )
 from charter.api.errors import install_error_handlers
 from charter.api.limits import BodyLimit
+from charter.api.live_metrics import LiveStateCollector
 from charter.api.metrics import RequestMetrics
 from charter.api.request_id import RequestId
 from charter.api.state import Services
@@ -47,6 +49,9 @@ def create_app(
         description="Governed workflows: signed, hash-chained events on PostgreSQL.",
     )
     app.state.charter = Services(database, engine, Reads(database), settings)
+    # Per app, not global: each app reads its own database at scrape time.
+    app.state.live_metrics = CollectorRegistry(auto_describe=False)
+    app.state.live_metrics.register(LiveStateCollector(database))
     install_error_handlers(app)
 
     async def record_refused_event(scope: Scope, exc: TooLarge) -> None:

@@ -10,8 +10,8 @@ import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from charter import __version__
 from charter.api.errors import error_body
@@ -42,7 +42,16 @@ def healthz(request: Request, context: Annotated[Services, Depends(services)]) -
     return JSONResponse({"ok": True, "version": __version__, "schema_version": schema_version})
 
 
-@router.get("/metrics")
-def metrics() -> Response:
-    """Prometheus text: events accepted and rejected by code, latencies, HTTP requests."""
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                     "description": "Prometheus text exposition format 0.0.4"}},
+)  # fmt: skip
+def metrics(request: Request) -> Response:
+    """Prometheus text: the counters and histograms of this process (events, fires, HTTP,
+    webhooks, cron, verification, the process itself) and gauges of the work waiting in
+    the database, read now. Every family is listed in docs/operations.md."""
+    live: CollectorRegistry = request.app.state.live_metrics
+    body = generate_latest(REGISTRY) + generate_latest(live)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

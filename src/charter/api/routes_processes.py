@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from charter.api.auth import require
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
+from charter.engine.metrics import count_verification
 from charter.engine.verification import verify_process
 
 READ = "processes:read"
@@ -39,6 +40,7 @@ def verify(process_id: str, context: Context, _token: Reader, replay: bool = Fal
     """Check the hash chain: hashes, signatures, seq, links, spawn causes, automated events'
     provenance, the stored head; `replay=true` also re-derives the state and compares."""
     report = verify_process(context.database, process_id, replay=replay)
+    count_verification(report)
     return JSONResponse(report.to_json())
 
 

@@ -31,6 +31,7 @@ from charter.api.request_id import request_id
 from charter.api.state import Services, services
 from charter.automations.admission import receive_event
 from charter.automations.ledger import RunRecord
+from charter.automations.metrics import WEBHOOK_RUNS, WEBHOOKS_RECEIVED, WEBHOOKS_REFUSED
 from charter.core.errors import CharterError, Malformed
 from charter.db.database import Role
 
@@ -87,12 +88,14 @@ async def receive_webhook(
     request: Request, context: Annotated[Services, Depends(services)]
 ) -> JSONResponse:
     """Admit a Standard Webhooks delivery as runs of the matching webhook triggers."""
+    WEBHOOKS_RECEIVED.inc()
     try:
         route = event_route(request)
         raw_body = await request.body()  # read once: the signature covers these bytes
         runs = await run_in_threadpool(_admit, context, route, request, raw_body)
     except CharterError as exc:
         if 400 <= exc.http_status < 500:
+            WEBHOOKS_REFUSED.labels(reason=exc.code).inc()
             raise
         rid = request_id(request.scope)
         log.error("request %s: webhook admission failed: %s", rid, exc.message, exc_info=exc)
@@ -100,6 +103,7 @@ async def receive_webhook(
     except Exception as exc:
         log.error("request %s: webhook admission failed", request_id(request.scope), exc_info=exc)
         raise AutomationsFailed() from None
+    WEBHOOK_RUNS.inc(len(runs))
     return JSONResponse({"runs": [str(run.id) for run in runs]}, status_code=202)
 
 

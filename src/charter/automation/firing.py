@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from charter.automation.bookkeeping import Bookkeeping
+from charter.automation.metrics import count_fires
 from charter.automation.outcomes import (
     KEY_FAILURES,
     FireResult,
@@ -130,8 +131,11 @@ class Firer:
                 send_hints(conn, tally.hints)
         except LeaseLost as exc:
             log.warning("bookkeeping for %s refused: %s", row.id, exc.message)
-            return FireResult(row, Outcome.LOST, None, "lease_lost", exc.message)
+            result = FireResult(row, Outcome.LOST, None, "lease_lost", exc.message)
+            count_fires([result], self.clock.now())
+            return result
         tally.count()
+        count_fires([result], self.clock.now())
         return result
 
     # --- one transaction ----------------------------------------------------------------
@@ -152,6 +156,7 @@ class Firer:
                 outcome = self._lock_and_fire(books, tally, stopping, claimed, one_by_one)
             send_hints(conn, tally.hints)  # what the batch queued or cancelled, after COMMIT
         tally.count()
+        count_fires(outcome.results, self.clock.now())
         return outcome
 
     def _lock_and_fire(

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from charter.automation.bookkeeping import Bookkeeping
 from charter.automation.firing import BatchLimits, BatchResult, Firer
 from charter.automation.listener import Listener
+from charter.automation.metrics import LEASE_RECLAIMS
 from charter.automation.outcomes import FireResult, FiringPolicy, Outcome, WorkerKeyError
 from charter.core.clock import Clock, SystemClock
 from charter.core.ed25519 import SecretKey
@@ -184,6 +185,7 @@ class AutomationWorker:
             scheduled, queued = Bookkeeping(
                 conn, self.worker_id, now=self.clock.now_or_none()
             ).reclaim_expired()
+        LEASE_RECLAIMS.inc(scheduled + queued)
         return scheduled + queued
 
     async def _seconds_to_next(self) -> float:

@@ -23,6 +23,7 @@ from psycopg.rows import dict_row
 
 from charter.automations.cron import InvalidSchedule, next_occurrence
 from charter.automations.ledger import Conn, RunRecord, admit_run
+from charter.automations.metrics import CRON_ADMISSIONS, CRON_CATCHUP
 from charter.automations.webhooks import WebhookRejected, parse_delivery, verifies
 from charter.core import ijson
 from charter.core.clock import Clock, SystemClock
@@ -81,6 +82,7 @@ def fire_due_crons(
     if now.tzinfo is None:
         raise ValueError("fire_due_crons needs an aware `now`")
     admitted: list[RunRecord] = []
+    catchup = 0
     with translated(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
             query("lock_due_schedule_triggers"), {"now": now, "limit": maximum_runs}
@@ -112,6 +114,7 @@ def fire_due_crons(
             remaining = schedule.remaining_occurrences
             if run is not None:
                 admitted.append(run)
+                catchup += trigger_id in moved  # an earlier occurrence went this tick
                 remaining = None if remaining is None else remaining - 1
             # With no run (no plan, paused meanwhile, or admitted before) the occurrence
             # is passed over all the same: only admitted runs spend the budget of
@@ -131,6 +134,8 @@ def fire_due_crons(
                     "remaining_occurrences": schedule.remaining_occurrences,
                 },
             )
+    CRON_ADMISSIONS.inc(len(admitted))  # committed: counted once
+    CRON_CATCHUP.inc(catchup)
     for run in admitted:
         log.info(
             "run %s pending (schedule %s, %s)",

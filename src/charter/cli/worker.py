@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
+from prometheus_client import start_http_server
 from rich.console import Console
 
 from charter.automation.keys import verified_secret
@@ -24,8 +27,10 @@ from charter.cli.options import (
     setup_logging,
 )
 from charter.core.config import Settings
+from charter.core.errors import ConfigurationError
 from charter.db.database import Database
 from charter.db.embedded import database_url
+from charter.engine.metrics import REGISTRY
 from charter.engine.process_event import Engine
 
 
@@ -46,6 +51,18 @@ def worker(
         "each due occurrence is admitted once).",
     ),
     cron_interval: CronInterval = 5.0,
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        min=1,
+        max=65535,
+        envvar="CHARTER_WORKER_METRICS_PORT",
+        help="Serve this worker's Prometheus metrics (fires, firing lag, lease reclaims, cron, "
+        "the process) at http://HOST:PORT/metrics; off unless given.",
+    ),
+    metrics_host: str = typer.Option(
+        "127.0.0.1", "--metrics-host", help="Address the metrics endpoint listens on."
+    ),
     log_level: LogLevel = LogLevelName.info,
     log_format: LogFormat = LogFormatName.text,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Same as --log-level debug."),
@@ -80,16 +97,38 @@ def worker(
         )
         crons = CronAdmission(database, interval=cron_interval) if cron else None
         admission = f", cron admission every {cron_interval:g} s" if crons else ""
-        console.print(
-            f"worker {automation.worker_id} started (lease {lease_seconds} s, "
-            f"{concurrency} at once{admission})",
-            soft_wrap=True,  # one line, however narrow the terminal: logs are grepped
-        )
-        asyncio.run(_run(automation, crons))
+        with serving_metrics(metrics_host, metrics_port) as metrics_url:
+            exposed = f", metrics at {metrics_url}" if metrics_url else ""
+            console.print(
+                f"worker {automation.worker_id} started (lease {lease_seconds} s, "
+                f"{concurrency} at once{admission}{exposed})",
+                soft_wrap=True,  # one line, however narrow the terminal: logs are grepped
+            )
+            asyncio.run(_run(automation, crons))
         console.print(
             f"worker {automation.worker_id} stopped; fired {automation.fired_total}",
             soft_wrap=True,
         )
+
+
+@contextmanager
+def serving_metrics(host: str, port: int | None) -> Iterator[str | None]:
+    """The process's metrics over HTTP (prometheus_client's own small server, in a
+    thread) while the block runs; nothing when no port is given."""
+    if port is None:
+        yield None
+        return
+    try:
+        server, thread = start_http_server(port, host, registry=REGISTRY)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot serve metrics on {host}:{port} ({exc.strerror}); choose another --metrics-port"
+        ) from None
+    try:
+        yield f"http://{host}:{port}/metrics"
+    finally:
+        server.shutdown()
+        thread.join(5)
 
 
 async def _run(automation: AutomationWorker, crons: CronAdmission | None) -> None:

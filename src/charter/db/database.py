@@ -155,6 +155,13 @@ class Database:
             except PoolTimeout:
                 raise DatabaseUnavailable("no database connection became free in 30 s") from None
 
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        """psycopg_pool's figures (pool_size, pool_available, requests_waiting, ...) of
+        each pool opened so far, by role name."""
+        with self._lock:
+            pools = dict(self._pools)
+        return {role.name.lower(): pool.get_stats() for role, pool in pools.items()}
+
     def close(self) -> None:
         with self._lock:
             for pool in self._pools.values():
