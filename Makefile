@@ -36,9 +36,9 @@ lock:
 	mv $(LOCK).tmp $(LOCK)
 	rm -rf $(LOCK_VENV)
 
-## run: start Charter on its embedded PostgreSQL with the live automation demo
+## run: start Charter on its embedded PostgreSQL with the live automation demo (make run PORT=8421)
 run: $(STAMP)
-	$(BIN)/charter up --demo
+	$(BIN)/charter up --demo $(if $(PORT),--port $(PORT))
 
 ## test: lint, type-check and run the whole test suite
 test: lint typecheck pytest

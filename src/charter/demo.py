@@ -59,9 +59,17 @@ async def run_demo(api_url: str, settings: Settings, console: Console, token_pat
         verdict = "[green]ok[/]" if report.get("ok") else f"[red]{report}[/]"
         console.print(f"[bold]verify[/] {process_id}: {verdict}")
         console.print(
-            f"Explore: CHARTER_TOKEN=$(cat {token_path}) charter history {process_id}\n"
-            "Charter keeps running; Ctrl-C stops it."
+            f"Explore: {explore_command(api_url, token_path, process_id)}\n"
+            "Charter keeps running; Ctrl-C stops it.",
+            soft_wrap=True,  # one line: it is meant to be copied
         )
+
+
+def explore_command(api_url: str, token_path: Path, process_id: str) -> str:
+    """The command that shows the demo's history; it names the API only when the CLI
+    would not find it by default."""
+    where = "" if api_url == Settings().api_url else f"CHARTER_API_URL={api_url} "
+    return f"{where}CHARTER_TOKEN=$(cat {token_path}) charter history {process_id}"
 
 
 def _wait_healthy(api_url: str) -> None:

@@ -251,19 +251,37 @@ def test_deploy_list_and_show_workflows(h: Harness) -> None:
     ).json()
     assert second["revision"] == 2
     assert second["version"] != body["version"]
+    assert second["unchanged"] is False
+
+    # The same definition again changes nothing: the current revision, and 200.
+    again = h.http.post(
+        "/v1/workflows",
+        content=dumps({"path": "tests/deployed", "definition": changed}),
+        headers=bearer(h.token("workflows:write", principal="someone-else")),
+    )
+    assert again.status_code == 200, again.text
+    assert again.json() | {"warnings": None} == second | {"unchanged": True, "warnings": None}
+    # An older definition is a change: it deploys as the next revision.
+    back = h.http.post(
+        "/v1/workflows",
+        content=dumps({"path": "tests/deployed", "definition": CHILD}),
+        headers=bearer(token),
+    )
+    assert (back.status_code, back.json()["revision"]) == (201, 3)
+    assert back.json()["version"] == body["version"]
 
     listed = h.http.get("/v1/workflows", headers=bearer(token)).json()["workflows"]
     current = {w["path"]: w for w in listed}
-    assert current["tests/deployed"]["revision"] == 2
-    assert current["tests/deployed"]["version"] == second["version"]
+    assert current["tests/deployed"]["revision"] == 3
+    assert current["tests/deployed"]["version"] == body["version"]
     assert ERRANDS in current
 
     shown = h.http.get("/v1/workflows/tests/deployed", headers=bearer(token)).json()
     assert shown["path"] == "tests/deployed"
-    assert shown["version"] == second["version"]
-    assert shown["definition"] == changed
-    assert [r["revision"] for r in shown["revisions"]] == [2, 1]
-    assert shown["revisions"][1]["version"] == body["version"]
+    assert shown["version"] == body["version"]
+    assert shown["definition"] == CHILD
+    assert [r["revision"] for r in shown["revisions"]] == [3, 2, 1]
+    assert shown["revisions"][1]["version"] == second["version"]
 
 
 def test_an_invalid_workflow_is_422_with_every_problem(h: Harness) -> None:

@@ -163,6 +163,9 @@ def test_workflows_deploy_list_and_show(cli: CliRunner, tmp_path: Path) -> None:
     deployed = cli("workflows", "deploy", "tests/deployed-by-cli", str(file))
     assert deployed.code == 0, deployed.err
     assert deployed.out.startswith("deployed tests/deployed-by-cli revision 1 (version ")
+    again = cli("workflows", "deploy", "tests/deployed-by-cli", str(file))
+    assert again.code == 0, again.err
+    assert again.out.startswith("unchanged: tests/deployed-by-cli revision 1 (version ")
 
     listed = cli("workflows", "list")
     assert "tests/deployed-by-cli" in listed.out

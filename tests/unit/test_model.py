@@ -159,6 +159,10 @@ def test_check_input_lists_every_problem_with_formats() -> None:
         {"pointer": "/due", "message": "'tomorrow' is not a 'date-time'"},
         {"pointer": "/n", "message": "0 is less than the minimum of 1"},
     ]
+    # The message names every problem too, for clients that show only the message.
+    assert caught.value.message == (
+        "input /due: 'tomorrow' is not a 'date-time'; /n: 0 is less than the minimum of 1"
+    )
 
 
 def test_the_model_is_frozen(onboarding: Workflow) -> None:

@@ -65,8 +65,9 @@ def show_workflow(
     responses={
         201: {
             "description": '`{"path", "version", "revision", ..., "warnings": [{"pointer", '
-            '"message"}]}`: warnings deploy, problems do not'
+            '"message"}], "unchanged": false}`: warnings deploy, problems do not'
         },
+        200: {"description": 'the same body with `"unchanged": true`: nothing was deployed'},
         422: {"description": "`invalid_workflow` with every problem and its JSON pointer"},
     },
 )
@@ -75,11 +76,15 @@ def deploy_workflow(
     context: Context,
     token: Annotated[TokenInfo, Depends(require("workflows:write"))],
 ) -> JSONResponse:
-    """Validate and deploy a definition at a path (a new revision; old ones stay)."""
+    """Validate and deploy a definition at a path (a new revision; old ones stay). The
+    definition that is the path's current version already is not deployed again: 200 with
+    the current revision and `"unchanged": true`."""
     request = fields(body, {"path", "definition"})
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         deployment = context.engine.registry.deploy(
             conn, text(request, "path"), request["definition"], deployed_by=token.principal
         )
     warnings = [w.to_dict() for w in deployment.warnings]
-    return JSONResponse(deployment.to_json() | {"warnings": warnings}, status_code=201)
+    answer = deployment.to_json() | {"warnings": warnings, "unchanged": deployment.unchanged}
+    # 200 and the current revision for the definition deployed there already.
+    return JSONResponse(answer, status_code=200 if deployment.unchanged else 201)

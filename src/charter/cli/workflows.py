@@ -85,8 +85,9 @@ def deploy(
     if as_json:
         remote.print_json(deployed)
     else:
+        done = "unchanged:" if deployed.get("unchanged") is True else "deployed"
         typer.echo(
-            f"deployed {deployed['path']} revision {deployed['revision']} "
+            f"{done} {deployed['path']} revision {deployed['revision']} "
             f"(version {remote.short(deployed['version'])})"
         )
         warnings = deployed.get("warnings")

@@ -141,10 +141,10 @@ class Action:
             problems = [
                 {"pointer": json_pointer(*e.absolute_path), "message": e.message} for e in errors
             ]
-            first = problems[0]
-            raise InvalidInput(
-                f"input {first['pointer'] or '/'}: {first['message']}", problems=problems
-            )
+            # Every problem in the message too, for clients that show only the message.
+            said = "; ".join(f"{p['pointer'] or '/'}: {p['message']}" for p in problems[:10])
+            more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+            raise InvalidInput(f"input {said}{more}", problems=problems)
 
 
 @dataclass(frozen=True)

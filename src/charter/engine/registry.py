@@ -37,6 +37,8 @@ class Deployment:
     deployed_by: str | None
     # What a deploy noticed but did not refuse (charter.dsl.lint); empty when read back.
     warnings: tuple[Problem, ...] = ()
+    # The definition was the path's current version already: no new revision was made.
+    unchanged: bool = False
 
     def to_json(self) -> JsonObject:
         return {
@@ -108,6 +110,11 @@ class Registry:
                 raise Duplicate(
                     f"another deployment of {path!r} happened at the same time; deploy again"
                 ) from None
+            unchanged = row is None
+            if unchanged:  # the same definition again: the current revision stands
+                row = conn.execute(query("current_deployment"), {"path": path}).fetchone()
+                assert row is not None
+                deployed_by = cast(str | None, row[2])
         assert row is not None
         with self._lock:
             self._cache[version] = workflow
@@ -118,6 +125,7 @@ class Registry:
             cast(datetime, row[1]),
             deployed_by,
             tuple(workflow_warnings(workflow)),
+            unchanged=unchanged,
         )
 
 

@@ -85,13 +85,23 @@ VALUES (%(version)s, %(definition)s::json, coalesce(%(now)s, now()))
 ON CONFLICT (version) DO NOTHING
 
 -- insert_deployment --
--- Deploy a version at a path as its next revision (a concurrent deploy clashes on the key).
+-- Deploy a version at a path as its next revision (a concurrent deploy clashes on the key),
+-- unless it is the path's current version already: then no row (nothing changed).
 INSERT INTO charter.workflow_deployments (path, revision, version, deployed_by, deployed_at)
 SELECT %(path)s, coalesce(max(revision), 0) + 1, %(version)s, %(deployed_by)s,
        coalesce(%(now)s, now())
 FROM charter.workflow_deployments
 WHERE path = %(path)s
+HAVING (array_agg(version ORDER BY revision DESC))[1] IS DISTINCT FROM %(version)s
 RETURNING revision, deployed_at
+
+-- current_deployment --
+-- The deployment that is current at a path (its newest revision).
+SELECT revision, deployed_at, deployed_by
+FROM charter.workflow_deployments
+WHERE path = %(path)s
+ORDER BY revision DESC
+LIMIT 1
 
 -- list_workflows --
 -- Each path's current deployment and how many revisions it has.
