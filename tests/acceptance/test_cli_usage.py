@@ -4,6 +4,7 @@ traceback. Runs no database: every case fails (or helps) before a command starts
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,9 @@ USAGE_ERRORS = {
 }
 
 
-def run(entry: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+def run(
+    entry: str, args: list[str], env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     if entry == "charter script" and not SCRIPT.exists():
         pytest.skip(f"no installed script at {SCRIPT}")
     return subprocess.run(
@@ -37,7 +40,7 @@ def run(entry: str, args: list[str]) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=60,
-        env=charter_env(),
+        env=charter_env(**(env_extra or {})),
         check=False,
     )
 
@@ -71,3 +74,20 @@ def test_a_charter_error_is_still_one_line_and_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("error: ")
+
+
+def test_under_json_a_charter_error_is_json_with_its_code(tmp_path: Path) -> None:
+    result = run(
+        "python -m charter",
+        ["show", "some-process", "--json"],
+        env_extra={"CHARTER_API_URL": "http://127.0.0.1:9", "CHARTER_TOKEN": "t"},
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    [line] = result.stderr.strip().splitlines()
+    error = json.loads(line)["error"]
+    assert error["code"] == "api_unavailable"
+    assert error["message"].startswith("cannot reach the Charter API at http://127.0.0.1:9")
+    # After `--`, --json is an argument, not the option: the error stays a line of text.
+    plain = run("python -m charter", ["keys", "public", "--", "--json"])
+    assert plain.returncode == 1
+    assert plain.stderr.startswith("error: ")

@@ -86,3 +86,23 @@ def test_the_installed_entry_point_exits_1_on_problems(tmp_path: Path) -> None:
     )
     assert "unknown state 'approved'" in done.stdout
     assert done.returncode == 1
+
+
+def test_json_lists_each_files_status_problems_and_warnings(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    shutil.copy(EXAMPLE, good)
+    bad.write_text(json.dumps(broken()))
+    missing = tmp_path / "missing.json"
+    result = RUNNER.invoke(
+        app, ["workflows", "validate", "--json", str(good), str(bad), str(missing)]
+    )
+    assert result.exit_code == 2  # the worst: a file that cannot be read
+    files = json.loads(result.stdout)["files"]
+    assert [f["status"] for f in files] == ["ok", "problems", "unreadable"]
+    assert files[0]["version"] == version_hash(json.loads(EXAMPLE.read_text()))
+    assert files[0]["problems"] == []
+    pointers = {p["pointer"] for p in files[1]["problems"]}
+    assert "/actions/approve/to" in pointers
+    assert files[2]["error"].startswith("cannot read: ")
+    only_bad = RUNNER.invoke(app, ["workflows", "validate", "--json", str(bad)])
+    assert only_bad.exit_code == 1

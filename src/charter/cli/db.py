@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from typing import Annotated
+
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from charter.core.config import Settings
+from charter.core.timefmt import format_rfc3339
 from charter.db.database import connect
 from charter.db.embedded import database_url
+from charter.db.migrate import MigrationStatus
 from charter.db.migrate import migrate as apply_migrations
 from charter.db.migrate import status as migration_status
 from charter.db.snapshot import render_schema
@@ -29,10 +34,15 @@ def migrate() -> None:
 
 
 @app.command()
-def status() -> None:
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """List every migration and whether it is applied."""
     with database_url(Settings.from_env()) as url, connect(url) as conn:
         rows = migration_status(conn)
+    if as_json:
+        typer.echo(json.dumps({"migrations": [_status_json(row) for row in rows]}, indent=2))
+        return
     table = Table("version", "name", "applied at", "note")
     pending = 0
     for row in rows:
@@ -52,6 +62,16 @@ def status() -> None:
     console = Console()
     console.print(table)
     console.print(f"{len(rows) - pending} applied, {pending} pending")
+
+
+def _status_json(row: MigrationStatus) -> dict[str, object]:
+    return {
+        "version": row.version,
+        "name": row.name,
+        "applied_at": format_rfc3339(row.applied_at) if row.applied_at else None,
+        "known": row.known,
+        "checksum_matches": row.checksum_matches,
+    }
 
 
 @app.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 
 import typer
@@ -67,6 +68,12 @@ def _click_exceptions() -> tuple[type[Exception], ...]:
 _CLICK_EXCEPTIONS = _click_exceptions()
 
 
+def wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON output (`--json` before any `--`)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
 def main() -> None:
     """Run the CLI; a Charter error prints one clear line and exits 1, a usage error
     prints click's usage line and one `Error:` line and exits 2."""
@@ -76,7 +83,12 @@ def main() -> None:
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except CharterError as exc:
-        print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
+        if wants_json(sys.argv[1:]):
+            # Under --json a script gets the error as data too: the wire shape, on stderr.
+            print(json.dumps({"error": exc.to_dict()}, default=str, ensure_ascii=False),
+                  file=sys.stderr)  # fmt: skip
+        else:
+            print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
         sys.exit(1)
     except _CLICK_EXCEPTIONS as exc:
         show = getattr(exc, "show", None)

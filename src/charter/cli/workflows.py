@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -26,8 +27,16 @@ EXIT_UNREADABLE = 2
 @app.command("validate")
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Workflow JSON files to check.")],
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print each file's result, problems and warnings as JSON."),
+    ] = False,
 ) -> None:
     """Report every problem of each file; exit 1 if any has problems, 2 if unreadable."""
+    if as_json:
+        results = [_validated(path) for path in files]
+        typer.echo(json.dumps({"files": results}, indent=2, ensure_ascii=False))
+        raise typer.Exit(max((_EXIT[str(r["status"])] for r in results), default=0))
     out, err = Console(), Console(stderr=True)
     table = Table("file", "pointer", "message", title="workflow problems", title_justify="left")
     warnings = Table("file", "pointer", "message", title="workflow warnings", title_justify="left")
@@ -60,6 +69,28 @@ def validate(
         out.print(table)
         out.print(f"{table.row_count} problem(s)", markup=False)
     raise typer.Exit(status)
+
+
+_EXIT = {"ok": 0, "problems": EXIT_PROBLEMS, "unreadable": EXIT_UNREADABLE}
+
+
+def _validated(path: Path) -> dict[str, object]:
+    """One file's result as data: status ok / problems / unreadable, and what was found."""
+    result: dict[str, object] = {"file": str(path)}
+    try:
+        doc = ijson.loads(path.read_bytes())
+    except OSError as exc:
+        return result | {"status": "unreadable", "error": f"cannot read: {exc.strerror or exc}"}
+    except Malformed as exc:
+        return result | {"status": "unreadable", "error": f"not I-JSON: {exc.message}"}
+    problems = validate_workflow(doc)
+    if problems:
+        listed = [{"pointer": p.pointer, "message": p.message} for p in problems]
+        return result | {"status": "problems", "problems": listed, "warnings": []}
+    warnings = [w.to_dict() for w in workflow_warnings(load_workflow(doc))]
+    return result | {
+        "status": "ok", "version": version_hash(doc), "problems": [], "warnings": warnings,
+    }  # fmt: skip
 
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
