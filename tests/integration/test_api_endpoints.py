@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from charter.db.database import Database, connect
 from tests.integration.apikit import ERRANDS, Harness, bearer, dumps, make_harness, new_id
 
 ROOT = Path(__file__).resolve().parents[2]
+RFC3339_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 ONBOARDING = "customer/retail/retail-customer"
 SMALL_ORDER_KEY = "01" + "00" * 31  # the identity point: small order, refused
 
@@ -159,7 +161,9 @@ def test_automation_lists_scheduled_and_queued_work(h: Harness) -> None:
     assert scheduled[0]["schedule_id"] == "nudge"
     assert scheduled[0]["action_name"] == "remind"
     assert scheduled[0]["status"] == "active"
-    assert scheduled[0]["run_at"].startswith("2026-06-18T11:00:00")
+    # Every timestamp in the one format of the API: RFC 3339, UTC, milliseconds.
+    assert scheduled[0]["run_at"] == "2026-06-18T11:00:00.000Z"
+    assert RFC3339_MS.fullmatch(str(scheduled[0]["created_at"]))
 
     ada = h.keys["ada"]
     customer = new_id("customer")
@@ -180,6 +184,11 @@ def test_automation_lists_scheduled_and_queued_work(h: Harness) -> None:
     assert [(row["action_name"], row["status"]) for row in queue] == [
         ("start_screening", "pending")
     ]
+    assert RFC3339_MS.fullmatch(str(queue[0]["queued_at"]))
+    for actor in _get(h, "/v1/actors")["actors"]:
+        assert RFC3339_MS.fullmatch(actor["created_at"])
+    for workflow in _get(h, "/v1/workflows")["workflows"]:
+        assert RFC3339_MS.fullmatch(workflow["deployed_at"])
 
 
 @pytest.mark.parametrize("suffix", ["", "/events", "/automation", "/verify"])

@@ -18,6 +18,7 @@ import psycopg
 from charter.core.ed25519 import check_public_key
 from charter.core.errors import Duplicate, Forbidden, Malformed, NotFound
 from charter.core.jsontypes import JsonObject
+from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.engine.records import AUTOMATION_ACTOR_ID, AUTOMATION_ROLE
@@ -42,7 +43,7 @@ class ActorRecord:
             "roles": list(self.roles),
             "public_key": self.public_key,
             "disabled": self.disabled_at is not None,
-            "created_at": self.created_at.isoformat(),
+            "created_at": format_rfc3339(self.created_at),
             "keys": self.key_count,
         }
 

@@ -17,6 +17,7 @@ import psycopg
 from charter.core.errors import Duplicate, Malformed, UnknownWorkflow
 from charter.core.ijson import check_value, loads
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.dsl.canonical import canonical_definition, version_hash
@@ -45,7 +46,7 @@ class Deployment:
             "path": self.path,
             "revision": self.revision,
             "version": self.version,
-            "deployed_at": self.deployed_at.isoformat(),
+            "deployed_at": format_rfc3339(self.deployed_at),
             "deployed_by": self.deployed_by,
         }
 

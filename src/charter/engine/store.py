@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 
 from charter.core.ijson import loads
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339, parse_rfc3339
 from charter.db.database import Sync, answered
 from charter.db.payloads import dumps_payload
 from charter.db.queries import query
@@ -424,7 +425,7 @@ class Store:
         scheduled: list[JsonObject] = []
         queue: list[JsonObject] = []
         for lane, row in self.conn.execute(query("process_work"), {"process_id": process_id}):
-            (scheduled if lane == "scheduled" else queue).append(cast(JsonObject, row))
+            (scheduled if lane == "scheduled" else queue).append(_api_times(row))
         return scheduled, queue
 
     # --- log and notifications --------------------------------------------------------
@@ -496,3 +497,21 @@ def event_from_row(row: tuple[Any, ...]) -> StoredEvent:
         actor_id=row[8],
         actor_roles=tuple(row[9]),
     )
+
+
+# The timestamptz columns of scheduled_actions and automation_queue: to_jsonb writes them
+# as PostgreSQL prints them (+00:00, microseconds); the API speaks RFC 3339 UTC with
+# milliseconds everywhere (DESIGN §8).
+_WORK_TIMES = frozenset(
+    {"cancelled_at", "claimed_at", "completed_at", "created_at", "last_attempt_at",
+     "last_fired_at", "lease_expires_at", "not_before", "queued_at", "run_at", "until_ts"}
+)  # fmt: skip
+
+
+def _api_times(row: JsonObject) -> JsonObject:
+    return {
+        key: format_rfc3339(parse_rfc3339(value))
+        if key in _WORK_TIMES and isinstance(value, str)
+        else value
+        for key, value in row.items()
+    }
