@@ -57,6 +57,7 @@ from charter.engine.hints import send_hints
 from charter.engine.process_event import Accepted, Engine, Tally
 from charter.engine.work import ScheduledRow, WorkRow
 from charter.logs import log_context
+from charter.tracing import span
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +268,9 @@ class Firer:
     ) -> FireResult:
         envelope = envelope_for(row, head, self.key, self.clock.now(), self.worker_id)
         try:
-            with log_context(
-                work_id=str(row.id), process_id=row.process_id, action=row.action_name
+            with (
+                log_context(work_id=str(row.id), process_id=row.process_id, action=row.action_name),
+                span("charter.fire", _fire_attributes(row)),
             ):
                 accepted = apply(sign(envelope, self.key))
         except BatchAborted:
@@ -304,6 +306,11 @@ class Firer:
 
 
 CANCELLED = "cancelled"
+
+
+def _fire_attributes(row: WorkRow) -> dict[str, str | int | bool]:
+    return {"charter.work_id": str(row.id), "charter.kind": row.kind,
+            "charter.process_id": row.process_id, "charter.action": row.action_name}  # fmt: skip
 
 
 def _cancelled(row: WorkRow, tally: Tally) -> bool:

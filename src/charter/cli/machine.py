@@ -17,7 +17,7 @@ from charter.automations.dpop import public_jwk as jwk_of
 from charter.automations.dpop import thumbprint
 from charter.automations.executor import ExecutorOptions, RunExecutor
 from charter.automations.machine_client import MachineClient, register_machine
-from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_logging
+from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
 from charter.core.errors import ConfigurationError, KeyFileError
@@ -132,7 +132,7 @@ def run(
     Ships the http.request and charter.submit action hosts; charter.submit reads
     processes with CHARTER_TOKEN (processes:read).
     """
-    setup_logging(LogLevelName.debug if verbose else log_level, log_format)
+    setup_telemetry(LogLevelName.debug if verbose else log_level, log_format, "charter-machine")
     if heartbeat >= lease_seconds:
         raise ConfigurationError("--heartbeat must be shorter than --lease-seconds")
     settings = Settings.from_env()

@@ -67,8 +67,11 @@ LogFormat = Annotated[
 ]  # fmt: skip
 
 
-def setup_logging(level: LogLevelName, log_format: LogFormatName) -> None:
-    """What every long-running command does first with its logging options."""
+def setup_telemetry(level: LogLevelName, log_format: LogFormatName, service: str) -> None:
+    """What every long-running command does first: its log output from its options, and
+    traces when the OTEL_* variables ask for them (charter.tracing)."""
     from charter.logs import configure_logging
+    from charter.tracing import configure_tracing
 
     configure_logging(level.value, "json" if log_format is LogFormatName.json else "text")
+    configure_tracing(service)

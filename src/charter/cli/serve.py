@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_logging
+from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
 from charter.core.config import DEFAULT_HOST, DEFAULT_PORT
 
 
@@ -29,6 +29,6 @@ def serve(
     """
     from charter.cli.serving import serve_api
 
-    setup_logging(log_level, log_format)
+    setup_telemetry(log_level, log_format, "charter-api")
 
     serve_api(host, port)

@@ -13,7 +13,7 @@ from charter.cli.options import (
     LogFormatName,
     LogLevel,
     LogLevelName,
-    setup_logging,
+    setup_telemetry,
 )
 from charter.core.config import DEFAULT_HOST, DEFAULT_PORT
 
@@ -42,7 +42,7 @@ def up(
     import logging
     from dataclasses import replace
 
-    setup_logging(log_level, log_format)
+    setup_telemetry(log_level, log_format, "charter")
     if demo and log_level is not LogLevelName.debug:
         # The demo's live view polls the API twice a second: its access lines would bury
         # the view. They are there at --log-level debug.

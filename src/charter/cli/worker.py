@@ -24,7 +24,7 @@ from charter.cli.options import (
     LogFormatName,
     LogLevel,
     LogLevelName,
-    setup_logging,
+    setup_telemetry,
 )
 from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
@@ -73,7 +73,7 @@ def worker(
     Needs AUTOMATION_ACTOR_SK (or the key file `charter up` made in CHARTER_HOME) that
     matches the automation actor's registered public key.
     """
-    setup_logging(LogLevelName.debug if verbose else log_level, log_format)
+    setup_telemetry(LogLevelName.debug if verbose else log_level, log_format, "charter-worker")
     settings = Settings.from_env()
     console = Console(stderr=True)
     # Connections: the concurrent firings, a pass's bookkeeping, cron admission.

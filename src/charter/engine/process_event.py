@@ -44,6 +44,7 @@ from charter.engine.registry import Registry
 from charter.engine.rules import Decision, decide
 from charter.engine.store import DecisionInputs, Store
 from charter.engine.work import WorkRow
+from charter.tracing import span
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,15 @@ class Engine:
 
     def process_event(self, submission: Submission) -> Accepted:
         """Apply one signed event, or raise the CharterError that says why not."""
+        envelope = submission.envelope
+        attributes = {"charter.process_id": envelope.process, "charter.action": envelope.action,
+                      "charter.workflow": envelope.workflow}  # fmt: skip
+        with span("charter.process_event", attributes) as current:
+            accepted = self._process_event(submission)
+            current.set_attribute("charter.seq", accepted.seq)
+            return accepted
+
+    def _process_event(self, submission: Submission) -> Accepted:
         started = time.perf_counter()
         envelope = submission.envelope
         try:
