@@ -70,6 +70,7 @@ class Side:
 
     label: str
     src: Path | None  # None: the installed Charter
+    workers: int = 1  # `charter serve --workers`
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,8 @@ def charter_serve(url: str, side: Side) -> Iterator[tuple[int, psutil.Process]]:
     with tempfile.TemporaryDirectory(prefix="charter-ingest-") as home:
         env["CHARTER_HOME"] = home
         command = [sys.executable, "-m", "charter", "serve", "--host", HOST, "--port", str(port)]
+        if side.workers > 1:
+            command += ["--workers", str(side.workers)]
         server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
         try:
             _wait_healthy(port, server)
@@ -265,6 +268,11 @@ def _wait_healthy(port: int, server: subprocess.Popen[bytes]) -> None:
 def _cpu(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
+
+
+def _tree_cpu(process: psutil.Process) -> float:
+    """CPU of the server and its child processes (`--workers`)."""
+    return _cpu(process) + sum(_cpu(child) for child in process.children(recursive=True))
 
 
 def _client_cpu() -> float:
@@ -317,10 +325,10 @@ def measure_cell(
 ) -> Cell:
     per_client = int(seconds * min(SIGNED_CAP_PER_SECOND / clients, 1000 / MIN_LATENCY_MS))
     chains = [signed_chain(key, WARMUP_EVENTS + 1 + per_client) for _ in range(clients)]
-    client_before, server_before = _client_cpu(), _cpu(server)
+    client_before, server_before = _client_cpu(), _tree_cpu(server)
     db_before = backends.snapshot()
     events, elapsed, latencies = asyncio.run(run_clients(port, chains, seconds))
-    client_cpu, server_cpu = _client_cpu() - client_before, _cpu(server) - server_before
+    client_cpu, server_cpu = _client_cpu() - client_before, _tree_cpu(server) - server_before
     db_cpu = Backends.spent(db_before, backends.snapshot())
     # The CPU figures include the warm-up's few events: scale them to the window's share.
     share = events / (events + clients * (WARMUP_EVENTS + 1))
@@ -412,6 +420,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", default="1,8,32", help="comma-separated client counts")
     parser.add_argument(
+        "--workers",
+        default="1",
+        help="comma-separated `charter serve --workers` values for the installed Charter",
+    )
+    parser.add_argument(
         "--server-src",
         action="append",
         default=[],
@@ -422,9 +435,10 @@ def main() -> None:
     args = parser.parse_args()
     seconds = 1.5 if args.quick else args.seconds
     levels = [int(part) for part in args.clients.split(",") if part.strip()]
-    sides = [Side("installed", None)] + [
-        Side(Path(src).name or src, Path(src).resolve()) for src in args.server_src
-    ]
+    sides = [
+        Side("installed" if n == 1 else f"installed, {n} workers", None, n)
+        for n in (int(part) for part in args.workers.split(","))
+    ] + [Side(Path(src).name or src, Path(src).resolve()) for src in args.server_src]
     with scratch_database("ingest") as url:
         bench(url, sides, levels, args.runs, seconds)
 

@@ -10,6 +10,12 @@ from charter.core.config import DEFAULT_HOST, DEFAULT_PORT
 def serve(
     host: str = typer.Option(DEFAULT_HOST, help="Address to listen on."),
     port: int = typer.Option(DEFAULT_PORT, help="Port to listen on."),
+    workers: int = typer.Option(
+        1,
+        min=1,
+        help="API processes sharing the port, each with its own database pool: one"
+        " process uses about one core.",
+    ),
 ) -> None:
     """Serve the HTTP API alone: no automation worker, no cron admission.
 
@@ -26,4 +32,4 @@ def serve(
     """
     from charter.cli.serving import serve_api
 
-    serve_api(host, port)
+    serve_api(host, port, workers)
