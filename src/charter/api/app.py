@@ -57,7 +57,7 @@ def create_app(
     async def record_refused_event(scope: Scope, exc: TooLarge) -> None:
         # The limit decides before routing; this only keeps DESIGN §5's rule that every
         # rejected event submission is in system_log, even one refused unread.
-        if scope.get("method") == "POST" and scope.get("path") == "/v1/events":
+        if scope.get("method") == "POST" and scope.get("path") == PATH:
             await run_in_threadpool(engine.record_rejection, exc)
 
     for module in (
