@@ -18,7 +18,11 @@ With `--server-src DIR` (repeatable) the same procedure runs against a server im
 Charter from DIR/src instead of the installed one, interleaved side by side with it (for
 a before/after comparison: `git archive <commit> src | tar -x -C DIR`).
 
-Run: python bench/ingest.py [--runs 3] [--seconds 5] [--clients 1,8,32] [--quick]
+With `--workers 1,2` the installed Charter also runs as `charter serve --workers 2` (the
+server CPU column then adds up every API process).
+
+Run: python bench/ingest.py [--runs 3] [--seconds 5] [--clients 1,8,32] [--workers 1]
+[--server-src DIR] [--quick]
 Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server at
 127.0.0.1:5432); the benchmark creates and drops its own database.
 """
