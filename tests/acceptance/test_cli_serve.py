@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime
 
 import httpx
+import psutil
 
 from charter.auth.tokens import create_token
 from charter.core.envelope import Envelope, sign
@@ -170,3 +171,65 @@ def test_worker_options_are_checked_as_usage_errors() -> None:
     result = run_charter("worker", env=charter_env(CHARTER_WORKER_CONCURRENCY="many"))
     assert result.returncode == 2
     assert "CHARTER_WORKER_CONCURRENCY" in result.stderr or "--concurrency" in result.stderr
+
+
+def _api_children(server: subprocess.Popen[str]) -> list[psutil.Process]:
+    """The spawned API processes of `charter serve --workers` (not multiprocessing's
+    resource tracker)."""
+    children = psutil.Process(server.pid).children()
+    return [c for c in children if "spawn_main" in " ".join(c.cmdline())]
+
+
+def _migrated_world(url: str) -> Keys:
+    migrated = run_charter("db", "migrate", env=charter_env(CHARTER_DATABASE_URL=url))
+    assert migrated.returncode == 0, migrated.stderr
+    return setup_world(url)
+
+
+def test_serve_with_workers_shares_the_port_and_stops_every_process_cleanly(
+    empty_database_url: str,
+) -> None:
+    keys = _migrated_world(empty_database_url)
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    env = charter_env(CHARTER_DATABASE_URL=empty_database_url)
+    server = start_charter("serve", "--port", str(port), "--workers", "2", env=env)
+    try:
+        wait_healthy(api, server)
+        children = _api_children(server)
+        assert len(children) == 2
+        # Each request on a new connection: the kernel spreads them over both processes.
+        for n in range(6):
+            accepted = _open(api, keys, f"workers-{n}")
+            assert accepted.status_code == 201, accepted.text
+    finally:
+        out, err = _stop(server)
+    assert server.returncode == 0, err
+    assert "2 processes" in out
+    assert "stopped cleanly" in out
+    assert not any(child.is_running() for child in children)
+
+
+def test_serve_with_workers_stops_when_one_process_dies(empty_database_url: str) -> None:
+    _migrated_world(empty_database_url)
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    env = charter_env(CHARTER_DATABASE_URL=empty_database_url)
+    server = start_charter("serve", "--port", str(port), "--workers", "2", env=env)
+    try:
+        wait_healthy(api, server)
+        doomed, survivor = _api_children(server)
+        doomed.kill()
+        out, err = server.communicate(timeout=120)
+    finally:
+        if server.poll() is None:
+            _stop(server)
+    assert server.returncode == 1, (out, err)
+    assert "error: an API process stopped unexpectedly" in err
+    assert not survivor.is_running()
+
+
+def test_serve_workers_must_be_at_least_one() -> None:
+    result = run_charter("serve", "--workers", "0", env=charter_env())
+    assert result.returncode == 2
+    assert "Invalid value for '--workers'" in result.stderr

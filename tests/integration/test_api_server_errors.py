@@ -3,8 +3,10 @@ sane), every 5xx is logged with it, and no 5xx body carries the failure's own te
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import httpx
@@ -14,7 +16,10 @@ from fastapi.testclient import TestClient
 from charter.api import routes_webhooks
 from charter.api.app import create_app
 from charter.core.config import Settings
+from charter.core.ed25519 import SecretKey
+from charter.core.envelope import Envelope, sign
 from charter.core.errors import CharterError, DatabaseUnavailable, SerializationConflict
+from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from tests.integration.apikit import bearer
 
@@ -77,6 +82,45 @@ def test_a_server_error_body_is_generic_with_the_request_id_and_the_cause_is_log
     database.failure = failure
     with caplog.at_level(logging.ERROR, logger="charter.api.errors"):
         response = client.get("/v1/actors", headers=bearer("some-token"))
+    _generic(response, status, code)
+    rid = response.headers["x-request-id"]
+    logged = [r for r in caplog.records if rid in r.getMessage()]
+    assert logged, caplog.text
+    assert any(SECRET in r.getMessage() or SECRET in str(r.exc_info) for r in logged)
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "code"),
+    [
+        (CharterError(f"database error: {SECRET}", sqlstate="42P01"), 500, "internal"),
+        (DatabaseUnavailable(f"connection to {SECRET} refused"), 503, "database_unavailable"),
+        (RuntimeError(f"bug near {SECRET}"), 500, "internal"),
+    ],
+)
+def test_an_event_submissions_server_error_is_generic_and_logged_with_its_request_id(
+    failing: tuple[TestClient, FailingDatabase],
+    caplog: pytest.LogCaptureFixture,
+    failure: BaseException,
+    status: int,
+    code: str,
+) -> None:
+    # POST /v1/events is answered on its lean path, before routing: same shapes and logs.
+    client, database = failing
+    database.failure = failure
+    key = SecretKey.generate()
+    envelope = Envelope(
+        v=1,
+        process="p-1",
+        workflow="tests/anything",
+        action="create",
+        input={},
+        prev=None,
+        actor=key.public_key_hex,
+        at=format_rfc3339(datetime.now(UTC)),
+    )
+    body = json.dumps(sign(envelope, key).to_json()).encode()
+    with caplog.at_level(logging.ERROR):
+        response = client.post("/v1/events", content=body)
     _generic(response, status, code)
     rid = response.headers["x-request-id"]
     logged = [r for r in caplog.records if rid in r.getMessage()]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Scope
@@ -20,6 +24,7 @@ from charter.api import (
     routes_workflows,
 )
 from charter.api.errors import install_error_handlers
+from charter.api.ingest import PATH, EventIngest
 from charter.api.limits import BodyLimit
 from charter.api.live_metrics import LiveStateCollector
 from charter.api.metrics import RequestMetrics
@@ -57,18 +62,9 @@ def create_app(
     async def record_refused_event(scope: Scope, exc: TooLarge) -> None:
         # The limit decides before routing; this only keeps DESIGN §5's rule that every
         # rejected event submission is in system_log, even one refused unread.
-        if scope.get("method") == "POST" and scope.get("path") == "/v1/events":
+        if scope.get("method") == "POST" and scope.get("path") == PATH:
             await run_in_threadpool(engine.record_rejection, exc)
 
-    # Added last = outermost. The body limit comes before anything that looks at the
-    # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
-    # response, even those answered by middleware, carries the request id.
-    app.add_middleware(RefuseNulInUrl)
-    app.add_middleware(
-        BodyLimit, max_bytes=settings.max_body_bytes, on_refused=record_refused_event
-    )
-    app.add_middleware(RequestMetrics)
-    app.add_middleware(RequestId)
     for module in (
         routes_ops,
         routes_events,
@@ -81,4 +77,32 @@ def create_app(
         routes_machine,
     ):
         app.include_router(module.router)
+    # Added last = outermost. The body limit comes before anything that looks at the
+    # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
+    # response, even those answered by middleware, carries the request id. Event
+    # submissions are answered innermost, inside all of these, but before routing.
+    executor = _ingest_executor(app, database)
+    route = _route(routes_events.router)
+    app.add_middleware(EventIngest, engine=engine, executor=executor, route=route)
+    app.add_middleware(RefuseNulInUrl)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_bytes, on_refused=record_refused_event
+    )
+    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestId)
     return app
+
+
+def _ingest_executor(app: FastAPI, database: Database) -> ThreadPoolExecutor:
+    """Threads for event submissions, one per engine connection the pool can open (more
+    would only wait for one); their threads end when the app is collected."""
+    executor = ThreadPoolExecutor(database.max_size, thread_name_prefix="charter-events")
+    weakref.finalize(app, executor.shutdown, wait=False)
+    return executor
+
+
+def _route(router: APIRouter) -> APIRoute:
+    for route in router.routes:
+        if isinstance(route, APIRoute) and route.path == PATH and "POST" in (route.methods or ()):
+            return route
+    raise LookupError(f"no POST {PATH} route")  # pragma: no cover - the router has it

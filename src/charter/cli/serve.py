@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import typer
 
 from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
@@ -13,6 +15,12 @@ def serve(
     port: int = typer.Option(DEFAULT_PORT, help="Port to listen on."),
     log_level: LogLevel = LogLevelName.info,
     log_format: LogFormat = LogFormatName.text,
+    workers: int = typer.Option(
+        1,
+        min=1,
+        help="API processes sharing the port, each with its own database pool: one"
+        " process uses about one core.",
+    ),
 ) -> None:
     """Serve the HTTP API alone: no automation worker, no cron admission.
 
@@ -29,6 +37,6 @@ def serve(
     """
     from charter.cli.serving import serve_api
 
-    setup_telemetry(log_level, log_format, "charter-api")
-
-    serve_api(host, port)
+    telemetry = partial(setup_telemetry, log_level, log_format, "charter-api")
+    telemetry()
+    serve_api(host, port, workers, telemetry)

@@ -9,13 +9,14 @@ import errno
 import os
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import uvicorn
 from rich.console import Console
 
 from charter.api.app import create_app
+from charter.cli.prefork import POOL_SIZE, serve_workers
 from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
 from charter.db.database import Database, connect
@@ -66,8 +67,12 @@ def check_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def serve_api(host: str, port: int) -> None:
-    """`charter serve`: the API until SIGINT/SIGTERM, on a migrated database only."""
+def serve_api(
+    host: str, port: int, workers: int = 1, telemetry: Callable[[], None] | None = None
+) -> None:
+    """`charter serve`: the API until SIGINT/SIGTERM, on a migrated database only; with
+    `workers` > 1, that many processes share the port (`charter.cli.prefork`), each
+    calling `telemetry` (picklable) first to set up its logs and traces."""
     console = Console()
     settings = public_settings(Settings.from_env(), host, port)
     check_port_free(host, port)
@@ -76,23 +81,31 @@ def serve_api(host: str, port: int) -> None:
             check_migrated(conn)
         where = "CHARTER_DATABASE_URL" if settings.database_url else f"embedded, {settings.pgdata}"
         console.print(f"[bold]database[/]  ready ({where}), schema up to date")
-        with Database(url, max_size=12) as database:
-            engine = Engine.from_settings(database, settings)
-            server = api_server(database, engine, settings, host, port)
-            console.print(
-                f"[bold]api[/]       http://{host}:{port}  (no worker, no cron admission;"
-                " Ctrl-C stops)",
-                soft_wrap=True,
-            )
-            asyncio.run(_until_signal(server))
+        processes = f", {workers} processes" if workers > 1 else ""
+        listening = (
+            f"[bold]api[/]       http://{host}:{port}  (no worker, no cron admission{processes};"
+            " Ctrl-C stops)"
+        )
+        if workers > 1:
+            console.print(listening, soft_wrap=True)
+            serve_workers(url, settings, host, port, workers, telemetry)
+        else:
+            with Database(url, max_size=POOL_SIZE) as database:
+                engine = Engine.from_settings(database, settings)
+                server = api_server(database, engine, settings, host, port)
+                console.print(listening, soft_wrap=True)
+                asyncio.run(until_signal(server))
     console.print("stopped cleanly")
 
 
-async def _until_signal(server: uvicorn.Server) -> None:
+async def until_signal(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
+    """Serve (on `sockets`, if given: a listening socket shared with other processes)
+    until SIGINT/SIGTERM."""
+
     def stop() -> None:
         server.should_exit = True
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop)
-    await server.serve()
+    await server.serve(sockets)

@@ -121,6 +121,11 @@ class Database:
         self._pools: dict[Role, ConnectionPool] = {}
         self._lock = Lock()
 
+    @property
+    def max_size(self) -> int:
+        """The most connections each role's pool opens."""
+        return self._max_size
+
     def pool(self, role: Role) -> ConnectionPool:
         with self._lock:
             if role not in self._pools:
