@@ -6,7 +6,12 @@ them like any other error. The docstring is the default message.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from charter.core.errors import CharterError
+
+if TYPE_CHECKING:
+    from charter.tlog.note import Note
 
 
 class TlogError(CharterError):
@@ -65,6 +70,7 @@ class UnverifiedNote(TlogError):
 
     code = "note_unverified"
     http_status = 403
+    note: Note | None = None  # the parsed note, for callers that report its signers
 
 
 class MalformedCheckpoint(TlogError):
