@@ -11,8 +11,8 @@ from charter.core.clock import FakeClock
 from charter.tlog.checkpoint import (
     COSIGNATURE_V1,
     Checkpoint,
-    Cosigner,
     CosignatureVerifier,
+    Cosigner,
     cosignature_message,
     cosignature_time,
     open_checkpoint,
@@ -112,7 +112,7 @@ def test_cosignature_key_id_uses_type_4() -> None:
         "audit.example.org/w1", bytes([COSIGNATURE_V1]) + verifier.public_key
     )
     assert CosignatureVerifier.from_vkey(verifier.vkey) == verifier
-    assert base64.b64decode(verifier.vkey.split("+")[2])[0] == 0x04
+    assert base64.b64decode(verifier.vkey.split("+", 2)[2])[0] == 0x04
     assert Cosigner.from_skey(witness.skey).verifier() == verifier
     with pytest.raises(MalformedKey):
         Ed25519Signer.from_skey(witness.skey)

@@ -247,6 +247,8 @@ def open_checkpoint(
         raise CheckpointUntrusted(f"no valid signature by the log {checkpoint.origin}")
     witness_ids = {(w.name, w.key_id) for w in witnesses}
     cosigned = {
-        (s.name, s.key_id): cosignature_time(s) for s in opened.verified if (s.name, s.key_id) in witness_ids
+        (s.name, s.key_id): cosignature_time(s)
+        for s in opened.verified
+        if (s.name, s.key_id) in witness_ids
     }
     return OpenedCheckpoint(checkpoint, opened, cosigned)
