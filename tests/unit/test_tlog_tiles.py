@@ -23,6 +23,7 @@ from charter.tlog.merkle import (
 from charter.tlog.tiles import (
     Tile,
     TileHashReader,
+    append_tiles,
     build_tiles,
     decode_bundle,
     decode_tile,
@@ -194,3 +195,29 @@ def test_reader_reports_missing_tiles_and_ranges() -> None:
         reader(0, 300)
     with pytest.raises(ProofRange):
         reader(9, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=700), min_size=1, max_size=6))
+def test_appending_in_batches_builds_the_same_tiles(batches: list[int]) -> None:
+    store: dict[str, bytes] = {}
+    size = 0
+    for count in batches:
+        batch = [f"leaf {i}".encode() for i in range(size, size + count)]
+        before = set(store)
+        written = append_tiles(store, size, batch)
+        store.update(written)
+        size += count
+        expected = build_tiles(_entries(size))
+        # Every tile of the new tree is now in the store, with the same contents.
+        assert {p: store[p] for p in expected} == expected
+        # Full tiles are immutable: a path already stored is only rewritten if partial.
+        assert all(parse_tile_path(p).partial for p in written if p in before)
+
+
+def test_append_needs_the_old_partial_bundle() -> None:
+    store = build_tiles(_entries(10))
+    del store["tile/entries/000.p/10"]
+    with pytest.raises(TileMissing):
+        append_tiles(store, 10, [b"x"])
+    assert append_tiles(store, 10, []) == {}

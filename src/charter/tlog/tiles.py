@@ -232,3 +232,63 @@ class TileHashReader:
             raise TileMissing(f"missing tile {tile.path()}", path=tile.path())
         self._cache[tile] = hashes
         return hashes
+
+
+class _GrowingReader:
+    """Hashes of a tree grown by `leaves` past `old_size`: old subtrees from the tiles,
+    new ones computed (each once) from the new leaf hashes."""
+
+    def __init__(self, old: TileHashReader, old_size: int, leaves: Sequence[bytes]) -> None:
+        self._old = old
+        self._old_size = old_size
+        self._leaves = leaves
+        self._memo: dict[tuple[int, int], bytes] = {}
+
+    def __call__(self, level: int, n: int) -> bytes:
+        if (n + 1) << level <= self._old_size:
+            return self._old(level, n)
+        if level == 0:
+            return self._leaves[n - self._old_size]
+        key = (level, n)
+        if key not in self._memo:
+            self._memo[key] = node_hash(self(level - 1, 2 * n), self(level - 1, 2 * n + 1))
+        return self._memo[key]
+
+
+def append_tiles(
+    store: Mapping[str, bytes], old_size: int, entries: Sequence[bytes]
+) -> dict[str, bytes]:
+    """The tiles and entry bundles to write when `entries` are appended to a log of
+    `old_size` entries stored in `store`, by path.
+
+    It reads only the old partial tiles and bundles on the right edge; full tiles never
+    change. About two hashes per new leaf: the sequencer's integration step, minus I/O.
+    """
+    if not entries:
+        return {}
+    new_size = old_size + len(entries)
+    read = _GrowingReader(
+        TileHashReader(store, old_size), old_size, [leaf_hash(e) for e in entries]
+    )
+    out: dict[str, bytes] = {}
+    for tile in new_tiles(old_size, new_size):
+        out[tile.path()] = tile_data(tile, read)
+        if tile.level == 0:
+            out[entry_bundle(tile).path()] = _grown_bundle(store, old_size, tile, entries)
+    return out
+
+
+def _grown_bundle(
+    store: Mapping[str, bytes], old_size: int, tile: Tile, entries: Sequence[bytes]
+) -> bytes:
+    first = tile.index * TILE_WIDTH
+    old_width = max(0, min(old_size - first, TILE_WIDTH))
+    kept: list[bytes] = []
+    if old_width:
+        old = Tile(0, tile.index, old_width, entries=True)
+        data = store.get(old.path())
+        if data is None:
+            raise TileMissing(f"missing entry bundle {old.path()}", path=old.path())
+        kept = decode_bundle(old, data)
+    start = first + old_width - old_size
+    return encode_bundle([*kept, *entries[start : start + tile.width - old_width]])
