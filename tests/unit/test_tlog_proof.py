@@ -125,3 +125,8 @@ def test_a_tampered_checkpoint_text_is_checkpoint_untrusted() -> None:
 def test_malformed_proofs_are_refused(text: str) -> None:
     with pytest.raises(MalformedProof):
         TlogProof.parse(text)
+
+
+def test_a_checkpoint_that_is_not_utf8_is_malformed() -> None:
+    with pytest.raises(MalformedProof):
+        build_proof(0, [], b"\xff\n")

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charter.tlog.errors import MalformedTile, MalformedTilePath, ProofRange, TileMissing
+from charter.tlog.errors import (
+    LogProofInvalid,
+    MalformedTile,
+    MalformedTilePath,
+    ProofRange,
+    TileMissing,
+)
 from charter.tlog.merkle import (
     MemoryTree,
     leaf_hash,
@@ -32,6 +38,7 @@ from charter.tlog.tiles import (
     new_tiles,
     parse_tile_path,
     tiles_for_size,
+    verify_tiles,
 )
 
 
@@ -221,3 +228,27 @@ def test_append_needs_the_old_partial_bundle() -> None:
     with pytest.raises(TileMissing):
         append_tiles(store, 10, [b"x"])
     assert append_tiles(store, 10, []) == {}
+
+
+def test_verify_tiles_checks_every_tile_against_the_root() -> None:
+    entries = _entries(700)
+    store = build_tiles(entries)
+    root = MemoryTree([leaf_hash(e) for e in entries]).root()
+    assert verify_tiles(store, 700, root) == entries
+    assert verify_tiles({}, 0, tree_root(0, TileHashReader({}, 0))) == []
+    with pytest.raises(LogProofInvalid):
+        verify_tiles(store, 700, bytes(32))
+    # A level-1 tile that lies about the level-0 tile below it.
+    bad = dict(store)
+    bad["tile/1/000.p/2"] = bytes(32) + store["tile/1/000.p/2"][32:]
+    with pytest.raises(LogProofInvalid):
+        verify_tiles(bad, 700, root)
+    # An entry swapped in a bundle no longer matches its level-0 tile.
+    swapped = dict(store)
+    swapped["tile/entries/000"] = encode_bundle([b"other", *entries[1:256]])
+    with pytest.raises(LogProofInvalid):
+        verify_tiles(swapped, 700, root)
+    missing = dict(store)
+    del missing["tile/entries/002.p/188"]
+    with pytest.raises(TileMissing):
+        verify_tiles(missing, 700, root)

@@ -41,6 +41,10 @@ class TlogProof:
             raise MalformedProof("the index must fit in 64 bits")
         if any(len(h) != HASH_SIZE for h in self.path):
             raise MalformedProof("audit path hashes are 32 bytes")
+        try:
+            self.checkpoint.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedProof("the checkpoint must be UTF-8") from None
 
     def encode(self) -> str:
         """The proof text."""

@@ -15,7 +15,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from charter.tlog.errors import MalformedTile, MalformedTilePath, ProofRange, TileMissing
+from charter.tlog.errors import (
+    LogProofInvalid,
+    MalformedTile,
+    MalformedTilePath,
+    ProofRange,
+    TileMissing,
+)
 from charter.tlog.merkle import HASH_SIZE, HashReader, MemoryTree, leaf_hash, node_hash
 
 TILE_HEIGHT = 8
@@ -292,3 +298,31 @@ def _grown_bundle(
         kept = decode_bundle(old, data)
     start = first + old_width - old_size
     return encode_bundle([*kept, *entries[start : start + tile.width - old_width]])
+
+
+def verify_tiles(store: Mapping[str, bytes], size: int, root: bytes) -> list[bytes]:
+    """Check a whole tile store against a signed tree head and return its entries.
+
+    Every entry bundle must hash to its level-0 tile, every tile must hold the hashes
+    recomputed from the level below, and the root must be the checkpoint's: what a
+    mirror checks before it trusts a copied log. Raises `LogProofInvalid` on a mismatch.
+    """
+    entries: list[bytes] = []
+    tiles = tiles_for_size(size)
+    for tile in tiles:
+        if tile.level == 0:
+            bundle = entry_bundle(tile)
+            data = store.get(bundle.path())
+            if data is None:
+                raise TileMissing(f"missing entry bundle {bundle.path()}", path=bundle.path())
+            entries += decode_bundle(bundle, data)
+    tree = MemoryTree([leaf_hash(e) for e in entries])
+    for tile in tiles:
+        data = store.get(tile.path())
+        if data is None:
+            raise TileMissing(f"missing tile {tile.path()}", path=tile.path())
+        if decode_tile(tile, data) != decode_tile(tile, tile_data(tile, tree.read)):
+            raise LogProofInvalid(f"{tile.path()} does not match the entries below it")
+    if tree.root() != root:
+        raise LogProofInvalid(f"the tiles of size {size} do not lead to the checkpoint root")
+    return entries
