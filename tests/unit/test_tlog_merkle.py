@@ -288,3 +288,64 @@ def test_every_consistency_proof_verifies_and_any_flipped_bit_fails(
         verify_consistency(size1, size2, proof, _flip([root1], 0, bit)[0], root2)
     with pytest.raises(LogProofInvalid):
         verify_consistency(size1, size2, proof, root1, _flip([root2], 0, bit)[0])
+
+
+def _inclusion_probes(
+    index: int, size: int, leaf: bytes, proof: list[bytes], root: bytes
+) -> list[tuple[int, int, bytes, list[bytes], bytes]]:
+    """transparency-dev/merkle's corruptions of a valid inclusion proof (all must fail)."""
+    garbage = hashlib.sha256(b"garbage").digest()
+    probes = [
+        (index + 1, size, leaf, proof, root),
+        (index ^ 2, size, leaf, proof, root),
+        (index, size * 2, leaf, proof, root),
+        (index, size // 2, leaf, proof, root),
+        (index, size, garbage, proof, root),
+        (index, size, leaf, [garbage, *proof], root),
+        (index, size, leaf, [*proof, garbage], root),
+        (index, size, leaf, [*proof, root], root),
+        (index, size, leaf, [root, *proof], root),
+        (index, size, leaf, proof, EMPTY_ROOT),
+    ]
+    if index > 0:
+        probes.append((index - 1, size, leaf, proof, root))
+    return probes
+
+
+@pytest.mark.parametrize(("index", "size", "leaf", "proof", "root"), INCLUSION)
+def test_corrupted_published_inclusion_proofs_fail(
+    index: int, size: int, leaf: str, proof: list[str], root: str
+) -> None:
+    probes = _inclusion_probes(
+        index, size, base64.b64decode(leaf), _b64(proof), base64.b64decode(root)
+    )
+    for probe in probes:
+        with pytest.raises(LogProofInvalid):
+            verify_inclusion(*probe)
+
+
+@pytest.mark.parametrize(("size1", "size2", "root1", "root2", "proof"), CONSISTENCY)
+def test_corrupted_published_consistency_proofs_fail(
+    size1: int, size2: int, root1: str, root2: str, proof: list[str]
+) -> None:
+    r1, r2, path = base64.b64decode(root1), base64.b64decode(root2), _b64(proof)
+    garbage = hashlib.sha256(b"garbage").digest()
+    probes = [
+        (size1 + 1, size2, path, r1, r2),
+        (size1 - 1, size2, path, r1, r2),
+        (size1 ^ 2, size2, path, r1, r2),
+        (size1, size2 * 2, path, r1, r2),
+        (size1, size2 // 2, path, r1, r2),
+        (size1, size2, [garbage, *path], r1, r2),
+        (size1, size2, [*path, garbage], r1, r2),
+        (size1, size2, [r1, *path], r1, r2),
+        (size1, size2, [*path, r2], r1, r2),
+        (size1, size2, path[:-1], r1, r2),
+        (size1, size2, [], r1, r2),
+        (size1, size2, path, r2, r1),
+        (size1, size2, path, garbage, r2),
+        (size1, size2, path, r1, garbage),
+    ]
+    for probe in probes:
+        with pytest.raises(LogProofInvalid):
+            verify_consistency(*probe)
