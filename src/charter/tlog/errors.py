@@ -1,0 +1,123 @@
+"""Errors of the transparency-log formats, each with its wire code.
+
+They extend the one Charter hierarchy (`charter.core.errors`) so the API and the CLI map
+them like any other error. The docstring is the default message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from charter.core.errors import CharterError
+
+if TYPE_CHECKING:
+    from charter.tlog.note import Note
+
+
+class TlogError(CharterError):
+    """A transparency-log input is invalid."""
+
+    code = "tlog_invalid"
+    http_status = 400
+
+
+class LogProofInvalid(TlogError):
+    """The Merkle proof does not verify."""
+
+    code = "log_proof_invalid"
+    http_status = 422
+
+
+class MalformedEntry(TlogError):
+    """The log entry is not a valid charter-event/1 entry."""
+
+    code = "log_entry_malformed"
+
+
+class InvalidSalt(TlogError):
+    """The log salt must be 32 bytes."""
+
+    code = "log_salt_invalid"
+
+
+class MalformedKey(TlogError):
+    """The note key text is malformed."""
+
+    code = "note_key_malformed"
+
+
+class MalformedNote(TlogError):
+    """The signed note is malformed."""
+
+    code = "note_malformed"
+
+
+class AmbiguousKey(TlogError):
+    """Two known keys share a name and key ID."""
+
+    code = "note_key_ambiguous"
+
+
+class BadNoteSignature(TlogError):
+    """A signature from a known key does not verify."""
+
+    code = "note_bad_signature"
+    http_status = 403
+
+
+class UnverifiedNote(TlogError):
+    """The note has no valid signature from a known key."""
+
+    code = "note_unverified"
+    http_status = 403
+    note: Note | None = None  # the parsed note, for callers that report its signers
+
+
+class MalformedCheckpoint(TlogError):
+    """The checkpoint body is malformed."""
+
+    code = "checkpoint_malformed"
+
+
+class CheckpointUntrusted(TlogError):
+    """The log signature is missing or bad, or the witness quorum is not met."""
+
+    code = "checkpoint_untrusted"
+    http_status = 403
+
+
+class MalformedTilePath(TlogError):
+    """The tile path is not a canonical tlog-tiles path."""
+
+    code = "tile_path_malformed"
+
+
+class MalformedTile(TlogError):
+    """The tile or entry bundle contents are malformed."""
+
+    code = "tile_malformed"
+
+
+class TileMissing(TlogError):
+    """A tile needed for this tree is missing."""
+
+    code = "tile_missing"
+    http_status = 404
+
+
+class MalformedPolicy(TlogError):
+    """The tlog-policy file is malformed."""
+
+    code = "policy_malformed"
+
+
+class MalformedProof(TlogError):
+    """The tlog-proof text is malformed."""
+
+    code = "proof_malformed"
+
+
+class ProofRange(TlogError):
+    """The index or tree sizes are outside the tree."""
+
+    code = "log_proof_range"
