@@ -1,0 +1,296 @@
+"""process_event latency as history grows: appends to existing processes of a database
+holding 10 k events vs one holding 10 M (`--quick`: 1 M), same procedure, interleaved.
+
+Both databases are built by bench/growth_build.py (100 events per process, valid signed
+chains COPYed in, a sample verified by Charter) and kept between runs, since the large one
+takes many minutes to build: `charter_growth_10k`, `charter_growth_10m` (`--quick`:
+`charter_growth_1m`); `--rebuild` builds them again, `--drop` drops them at the end.
+
+Each run: a warm-up of appends, a CHECKPOINT, then `--events` appends by one writer to
+processes picked at random, each `process_event` call timed (signing is not). WAL is
+read back with pg_walinspect and counted for this database's pages and transactions
+only (the server is shared): bytes and full-page images per event. Measured from a
+checkpoint, so every page an event touches for the first time since then costs a
+full-page image — as in each checkpoint cycle's first minutes.
+
+Then the sizes of the large database's tables and indexes, and the bytea question:
+the same indexes and rows with the hex columns as bytea (built, measured, rolled back).
+
+Run: python bench/growth.py [--quick] [--rebuild] [--runs 3] [--events 2000]
+Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from charter.core.envelope import Envelope, Submission, sign
+from charter.core.timefmt import format_rfc3339
+from charter.db.database import Database
+from charter.engine.process_event import Engine
+from common import percentiles, print_results
+from growth_build import ACTORS, WORKFLOW, Shape, actor_key, build, process_id
+from growth_sizes import bytea_answer, print_bytea, print_sizes
+
+ADMIN = os.environ.get("CHARTER_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+BUILT = "charter growth bench: {events} events, complete"  # the database comment when built
+POOL = 1000  # processes a run appends to, picked at random
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    database: str
+    shape: Shape
+
+
+@dataclass(frozen=True)
+class Run:
+    p50_ms: float
+    p99_ms: float
+    events_per_s: float
+    wal_bytes_per_event: float
+    fpi_per_event: float
+    server_wal_bytes_per_event: float  # pg_current_wal_lsn difference: every session's
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10 k vs 1 M events")
+    parser.add_argument("--rebuild", action="store_true", help="build the databases again")
+    parser.add_argument("--drop", action="store_true", help="drop the databases at the end")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--events", type=int, help="appends timed per run (2000; quick 300)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--no-bytea", action="store_true", help="skip the bytea measurement")
+    args = parser.parse_args()
+    small = Side("10 k events", "charter_growth_10k", Shape(100, 100))
+    large = (
+        Side("1 M events", "charter_growth_1m", Shape(10_000, 100))
+        if args.quick
+        else Side("10 M events", "charter_growth_10m", Shape(100_000, 100))
+    )
+    events = args.events or (300 if args.quick else 2000)
+    for side in (small, large):
+        ensure_built(side, rebuild=args.rebuild, workers=args.workers)
+    try:
+        compare(small, large, runs=args.runs, events=events)
+        with psycopg.connect(url_of(large.database)) as conn:
+            print_sizes(conn, large.label)
+            if not args.no_bytea:
+                started = time.perf_counter()
+                answer = bytea_answer(conn)
+                print_bytea(answer)
+                print(f"(bytea measurement took {time.perf_counter() - started:.0f} s)")
+    finally:
+        if args.drop:
+            for side in (small, large):
+                drop(side.database)
+
+
+def url_of(database: str) -> str:
+    return make_conninfo(ADMIN, dbname=database)
+
+
+def ensure_built(side: Side, *, rebuild: bool, workers: int) -> None:
+    """Build `side`'s database unless a complete one is kept (its comment says so)."""
+    marker = BUILT.format(events=side.shape.events)
+    with psycopg.connect(ADMIN, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            (side.database,),
+        ).fetchone()
+        if row is not None and row[0] == marker and not rebuild:
+            print(f"{side.label}: reusing database {side.database}")
+            return
+        name = sql.Identifier(side.database)
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(name)
+        )
+    print(f"{side.label}: building {side.database} ({side.shape.processes:,} processes × "
+          f"{side.shape.events_per_process} events)", flush=True)  # fmt: skip
+    started = time.perf_counter()
+    build(url_of(side.database), url_of(side.database), side.shape, workers=workers)
+    with psycopg.connect(ADMIN, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+                sql.Identifier(side.database), sql.Literal(marker)
+            )
+        )
+    print(f"{side.label}: built in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def drop(database: str) -> None:
+    with psycopg.connect(ADMIN, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
+        )
+
+
+def compare(small: Side, large: Side, *, runs: int, events: int) -> None:
+    """`runs` runs on each side, alternating which goes first."""
+    results: dict[str, list[Run]] = {small.label: [], large.label: []}
+    for number in range(runs):
+        for side in (small, large) if number % 2 == 0 else (large, small):
+            run = measure(side, events=events)
+            results[side.label].append(run)
+            print(f"  run {number + 1} {side.label}: p50 {run.p50_ms:.2f} ms, "
+                  f"p99 {run.p99_ms:.2f} ms, {run.events_per_s:.0f} events/s, "
+                  f"{run.wal_bytes_per_event:.0f} WAL B/event, "
+                  f"{run.fpi_per_event:.2f} FPI/event "
+                  f"(server-wide {run.server_wal_bytes_per_event:.0f} B/event)", flush=True)  # fmt: skip
+    rows = [summary(label, runs_of) for label, runs_of in results.items()]
+    rows.append(ratios(results[large.label], results[small.label]))
+    print_results(
+        f"process_event appending to existing processes, {events} events per run, "
+        f"median (min–max) of {runs} runs",
+        rows,
+        width=140,
+    )
+    print(f"ratio = {large.label} ÷ {small.label}: above 1 the large database is slower for "
+          "p50/p99, below 1 for events/s (range: over the runs paired in order)")  # fmt: skip
+
+
+def _spread(values: list[float], digits: int = 2) -> str:
+    return (
+        f"{statistics.median(values):.{digits}f} "
+        f"({min(values):.{digits}f}–{max(values):.{digits}f})"
+    )
+
+
+def summary(label: str, runs: list[Run]) -> dict[str, object]:
+    return {
+        "database": label,
+        "p50 ms": _spread([r.p50_ms for r in runs]),
+        "p99 ms": _spread([r.p99_ms for r in runs]),
+        "events/s": _spread([r.events_per_s for r in runs], 0),
+        "WAL B/event": _spread([r.wal_bytes_per_event for r in runs], 0),
+        "FPI/event": _spread([r.fpi_per_event for r in runs]),
+        "server WAL B/event": _spread([r.server_wal_bytes_per_event for r in runs], 0),
+    }
+
+
+def ratios(large: list[Run], small: list[Run]) -> dict[str, object]:
+    def ratio(field: str) -> str:
+        pairs = [getattr(a, field) / getattr(b, field) for a, b in zip(large, small, strict=True)]
+        return _spread(pairs)
+
+    return {
+        "database": "ratio large ÷ small",
+        "p50 ms": ratio("p50_ms"),
+        "p99 ms": ratio("p99_ms"),
+        "events/s": ratio("events_per_s"),
+        "WAL B/event": ratio("wal_bytes_per_event"),
+        "FPI/event": ratio("fpi_per_event") if all(r.fpi_per_event for r in small) else "",
+        "server WAL B/event": "",
+    }
+
+
+def measure(side: Side, *, events: int, warmup: int = 100) -> Run:
+    """One run on `side`: warm-up, CHECKPOINT, `events` timed appends; WAL read back."""
+    url = url_of(side.database)
+    rng = random.Random()
+    picked = rng.sample(range(side.shape.processes), min(POOL, side.shape.processes))
+    with psycopg.connect(url, autocommit=True) as admin, Database(url, max_size=2) as database:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        heads: dict[int, tuple[str, int]] = {
+            int(row[0][1:]): (str(row[1]), int(row[2]))
+            for row in admin.execute(
+                "SELECT id, head_hash, seq FROM charter.processes WHERE id = ANY (%s)",
+                ([process_id(i) for i in picked],),
+            )
+        }
+        engine = Engine(database)
+
+        def append() -> float:
+            index = rng.choice(picked)
+            head, seq = heads[index]
+            submission = _bump(index, head, seq + 1)
+            started = time.perf_counter()
+            accepted = engine.process_event(submission)
+            elapsed = time.perf_counter() - started
+            heads[index] = (accepted.hash, accepted.seq)
+            return elapsed
+
+        for _ in range(warmup):
+            append()
+        admin.execute("CHECKPOINT")
+        start_lsn = _lsn(admin)
+        latencies = [append() for _ in range(events)]
+        end_lsn = _lsn(admin)
+        wal_bytes, fpi = _wal_of_database(admin, start_lsn, end_lsn)
+        server_wal = _wal_between(admin, start_lsn, end_lsn)
+    points = percentiles([s * 1000 for s in latencies], (50, 99))
+    return Run(
+        p50_ms=points[50],
+        p99_ms=points[99],
+        events_per_s=events / sum(latencies),
+        wal_bytes_per_event=wal_bytes / events,
+        fpi_per_event=fpi / events,
+        server_wal_bytes_per_event=server_wal / events,
+    )
+
+
+def _bump(index: int, head: str, seq: int) -> Submission:
+    key = actor_key(index % ACTORS)
+    envelope = Envelope(
+        v=1,
+        process=process_id(index),
+        workflow=WORKFLOW,
+        action="bump",
+        input={"n": seq},
+        prev=head,
+        actor=key.public_key_hex,
+        at=format_rfc3339(datetime.now(UTC)),
+    )
+    return sign(envelope, key)
+
+
+def _lsn(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _wal_between(conn: psycopg.Connection[Any], start: str, end: str) -> int:
+    row = conn.execute("SELECT pg_wal_lsn_diff(%s::pg_lsn, %s::pg_lsn)", (end, start)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+# This database's WAL between two positions: records touching its pages, and the commit
+# records of the transactions that wrote them. "FPW" marks each full-page image.
+_WAL_OF_DATABASE = """
+WITH r AS (SELECT * FROM pg_get_wal_records_info(%(start)s::pg_lsn, %(end)s::pg_lsn)),
+mine AS (SELECT DISTINCT xid FROM r WHERE block_ref LIKE %(pattern)s AND xid <> '0')
+SELECT coalesce(sum(record_length), 0)::bigint,
+       coalesce(sum((length(block_ref) - length(replace(block_ref, 'FPW', ''))) / 3), 0)::bigint
+FROM r
+WHERE block_ref LIKE %(pattern)s OR xid IN (SELECT xid FROM mine)
+"""
+
+
+def _wal_of_database(conn: psycopg.Connection[Any], start: str, end: str) -> tuple[int, int]:
+    row = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()
+    assert row is not None
+    found = conn.execute(
+        _WAL_OF_DATABASE, {"start": start, "end": end, "pattern": f"%/{row[0]}/%"}
+    ).fetchone()
+    assert found is not None
+    return int(found[0]), int(found[1])
+
+
+if __name__ == "__main__":
+    main()
