@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="build the databases again")
     parser.add_argument("--drop", action="store_true", help="drop the databases at the end")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--events", type=int, help="appends timed per run (2000; quick 300)")
+    parser.add_argument("--events", type=int, help="appends timed per run (2000; quick 200)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--no-bytea", action="store_true", help="skip the bytea measurement")
     args = parser.parse_args()
@@ -81,11 +81,12 @@ def main() -> None:
         if args.quick
         else Side("10 M events", "charter_growth_10m", Shape(100_000, 100))
     )
-    events = args.events or (300 if args.quick else 2000)
+    events = args.events or (200 if args.quick else 2000)
+    warmup = 50 if args.quick else 200
     for side in (small, large):
         ensure_built(side, rebuild=args.rebuild, workers=args.workers)
     try:
-        compare(small, large, runs=args.runs, events=events)
+        compare(small, large, runs=args.runs, events=events, warmup=warmup)
         with psycopg.connect(url_of(large.database)) as conn:
             print_sizes(conn, large.label)
             if not args.no_bytea:
@@ -139,12 +140,12 @@ def drop(database: str) -> None:
         )
 
 
-def compare(small: Side, large: Side, *, runs: int, events: int) -> None:
+def compare(small: Side, large: Side, *, runs: int, events: int, warmup: int) -> None:
     """`runs` runs on each side, alternating which goes first."""
     results: dict[str, list[Run]] = {small.label: [], large.label: []}
     for number in range(runs):
         for side in (small, large) if number % 2 == 0 else (large, small):
-            run = measure(side, events=events)
+            run = measure(side, events=events, warmup=warmup)
             results[side.label].append(run)
             print(f"  run {number + 1} {side.label}: p50 {run.p50_ms:.2f} ms, "
                   f"p99 {run.p99_ms:.2f} ms, {run.events_per_s:.0f} events/s, "
@@ -198,7 +199,7 @@ def ratios(large: list[Run], small: list[Run]) -> dict[str, object]:
     }
 
 
-def measure(side: Side, *, events: int, warmup: int = 100) -> Run:
+def measure(side: Side, *, events: int, warmup: int) -> Run:
     """One run on `side`: warm-up, CHECKPOINT, `events` timed appends; WAL read back."""
     url = url_of(side.database)
     rng = random.Random()
