@@ -117,10 +117,8 @@ def ensure_built(side: Side, *, rebuild: bool, workers: int) -> None:
             return
         name = sql.Identifier(side.database)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(name)
-        )
-    print(f"{side.label}: building {side.database} ({side.shape.processes:,} processes × "
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(name))
+    print(f"{side.label}: building {side.database} ({side.shape.processes:,} processes x "
           f"{side.shape.events_per_process} events)", flush=True)  # fmt: skip
     started = time.perf_counter()
     build(url_of(side.database), url_of(side.database), side.shape, workers=workers)
@@ -150,13 +148,13 @@ def compare(small: Side, large: Side, *, runs: int, events: int, warmup: int) ->
             print(f"  run {number + 1} {side.label}: p50 {run.p50_ms:.2f} ms, "
                   f"p99 {run.p99_ms:.2f} ms, {run.events_per_s:.0f} events/s, "
                   f"{run.wal_bytes_per_event:.0f} WAL B/event, "
-                  f"{run.fpi_per_event:.2f} FPI/event "
-                  f"(server-wide {run.server_wal_bytes_per_event:.0f} B/event)", flush=True)  # fmt: skip
+                  f"{run.fpi_per_event:.2f} FPI/event (server-wide "
+                  f"{run.server_wal_bytes_per_event:.0f} B/event)", flush=True)  # fmt: skip
     rows = [summary(label, runs_of) for label, runs_of in results.items()]
     rows.append(ratios(results[large.label], results[small.label]))
     print_results(
         f"process_event appending to existing processes, {events} events per run, "
-        f"median (min–max) of {runs} runs",
+        f"median (min-max) of {runs} runs",
         rows,
         width=140,
     )
@@ -167,7 +165,7 @@ def compare(small: Side, large: Side, *, runs: int, events: int, warmup: int) ->
 def _spread(values: list[float], digits: int = 2) -> str:
     return (
         f"{statistics.median(values):.{digits}f} "
-        f"({min(values):.{digits}f}–{max(values):.{digits}f})"
+        f"({min(values):.{digits}f}-{max(values):.{digits}f})"
     )
 
 

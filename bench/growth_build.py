@@ -16,8 +16,8 @@ import random
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -154,7 +154,7 @@ def generate(chunk: Chunk) -> tuple[bytes, bytes]:
             prev = digest
         created = format_rfc3339(start)
         processes.append(
-            f"{pid}\t{WORKFLOW}\topen\t{{\"count\": {per - 1}}}\t{prev}\t{per}\t{created}\t{at}\n"
+            f'{pid}\t{WORKFLOW}\topen\t{{"count": {per - 1}}}\t{prev}\t{per}\t{created}\t{at}\n'
         )
     return "".join(events).encode(), "".join(processes).encode()
 
@@ -303,7 +303,7 @@ def _drop_event_keys(conn: psycopg.Connection[Any]) -> Dropped:
             )
         else:
             conn.execute(sql.SQL("DROP INDEX charter.{}").format(sql.Identifier(index)))
-    return Dropped(indexes, foreign_keys)  # type: ignore[arg-type]
+    return Dropped(indexes, foreign_keys)
 
 
 def _restore_event_keys(conn: psycopg.Connection[Any], dropped: Dropped) -> None:
@@ -328,7 +328,11 @@ def _restore_event_keys(conn: psycopg.Connection[Any], dropped: Dropped) -> None
 def verify_sample(url: str, shape: Shape, *, count: int = 20) -> None:
     """Charter's own verification (with state replay) of random chains, the first and the
     last included."""
-    picks = {0, shape.processes - 1, *random.sample(range(shape.processes), min(count, shape.processes))}
+    picks = {
+        0,
+        shape.processes - 1,
+        *random.sample(range(shape.processes), min(count, shape.processes)),
+    }
     with Database(url, max_size=2) as database:
         for index in sorted(picks):
             report = verify_process(database, process_id(index), replay=True)
