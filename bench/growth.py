@@ -60,9 +60,13 @@ class Run:
     p50_ms: float
     p99_ms: float
     events_per_s: float
-    wal_bytes_per_event: float
-    fpi_per_event: float
+    # From this database's WAL; None when the server recycled it before it was read
+    # (another session wrote past max_wal_size meanwhile).
+    wal_bytes_per_event: float | None
+    fpi_per_event: float | None
     server_wal_bytes_per_event: float  # pg_current_wal_lsn difference: every session's
+    # relation -> (block references, full-page images) per event, from this database's WAL
+    pages: dict[str, tuple[float, float]]
 
 
 def main() -> None:
@@ -147,8 +151,8 @@ def compare(small: Side, large: Side, *, runs: int, events: int, warmup: int) ->
             results[side.label].append(run)
             print(f"  run {number + 1} {side.label}: p50 {run.p50_ms:.2f} ms, "
                   f"p99 {run.p99_ms:.2f} ms, {run.events_per_s:.0f} events/s, "
-                  f"{run.wal_bytes_per_event:.0f} WAL B/event, "
-                  f"{run.fpi_per_event:.2f} FPI/event (server-wide "
+                  f"{_one(run.wal_bytes_per_event, 0)} WAL B/event, "
+                  f"{_one(run.fpi_per_event, 2)} FPI/event (server-wide "
                   f"{run.server_wal_bytes_per_event:.0f} B/event)", flush=True)  # fmt: skip
     rows = [summary(label, runs_of) for label, runs_of in results.items()]
     rows.append(ratios(results[large.label], results[small.label]))
@@ -158,11 +162,34 @@ def compare(small: Side, large: Side, *, runs: int, events: int, warmup: int) ->
         rows,
         width=140,
     )
+    print_pages(results)
     print(f"ratio = {large.label} ÷ {small.label}: above 1 the large database is slower for "
           "p50/p99, below 1 for events/s (range: over the runs paired in order)")  # fmt: skip
 
 
-def _spread(values: list[float], digits: int = 2) -> str:
+def print_pages(results: dict[str, list[Run]]) -> None:
+    """Pages touched and full-page images per event, by relation (median over runs)."""
+    names = sorted({name for runs in results.values() for run in runs for name in run.pages})
+    rows: list[dict[str, object]] = []
+    for name in names:
+        row: dict[str, object] = {"relation": name}
+        for label, runs in results.items():
+            touched = [run.pages.get(name, (0.0, 0.0)) for run in runs]
+            row[f"{label}: pages/event"] = statistics.median(t[0] for t in touched)
+            row[f"{label}: FPI/event"] = statistics.median(t[1] for t in touched)
+        rows.append(row)
+    print_results("WAL block references per event, by relation (median of the runs)", rows,
+                  width=140)  # fmt: skip
+
+
+def _one(value: float | None, digits: int) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _spread(measured: list[float | None], digits: int = 2) -> str:
+    values = [v for v in measured if v is not None]
+    if not values:
+        return "n/a"
     return (
         f"{statistics.median(values):.{digits}f} "
         f"({min(values):.{digits}f}-{max(values):.{digits}f})"
@@ -183,7 +210,10 @@ def summary(label: str, runs: list[Run]) -> dict[str, object]:
 
 def ratios(large: list[Run], small: list[Run]) -> dict[str, object]:
     def ratio(field: str) -> str:
-        pairs = [getattr(a, field) / getattr(b, field) for a, b in zip(large, small, strict=True)]
+        pairs: list[float | None] = []
+        for a, b in zip(large, small, strict=True):
+            x, y = getattr(a, field), getattr(b, field)
+            pairs.append(x / y if x is not None and y else None)
         return _spread(pairs)
 
     return {
@@ -192,7 +222,7 @@ def ratios(large: list[Run], small: list[Run]) -> dict[str, object]:
         "p99 ms": ratio("p99_ms"),
         "events/s": ratio("events_per_s"),
         "WAL B/event": ratio("wal_bytes_per_event"),
-        "FPI/event": ratio("fpi_per_event") if all(r.fpi_per_event for r in small) else "",
+        "FPI/event": ratio("fpi_per_event"),
         "server WAL B/event": "",
     }
 
@@ -229,16 +259,21 @@ def measure(side: Side, *, events: int, warmup: int) -> Run:
         start_lsn = _lsn(admin)
         latencies = [append() for _ in range(events)]
         end_lsn = _lsn(admin)
-        wal_bytes, fpi = _wal_of_database(admin, start_lsn, end_lsn)
         server_wal = _wal_between(admin, start_lsn, end_lsn)
+        try:
+            wal: tuple[int, int] | None = _wal_of_database(admin, start_lsn, end_lsn)
+            pages = _pages_by_relation(admin, start_lsn, end_lsn)
+        except psycopg.errors.UndefinedFile:
+            wal, pages = None, {}
     points = percentiles([s * 1000 for s in latencies], (50, 99))
     return Run(
         p50_ms=points[50],
         p99_ms=points[99],
         events_per_s=events / sum(latencies),
-        wal_bytes_per_event=wal_bytes / events,
-        fpi_per_event=fpi / events,
+        wal_bytes_per_event=wal[0] / events if wal else None,
+        fpi_per_event=wal[1] / events if wal else None,
         server_wal_bytes_per_event=server_wal / events,
+        pages={name: (refs / events, fpi / events) for name, (refs, fpi) in pages.items()},
     )
 
 
@@ -281,11 +316,49 @@ WHERE block_ref LIKE %(pattern)s OR xid IN (SELECT xid FROM mine)
 """
 
 
-def _wal_of_database(conn: psycopg.Connection[Any], start: str, end: str) -> tuple[int, int]:
+# Each block reference of this database's WAL records, by relation: how many pages of
+# which table or index an event touches, and how many of those cost a full-page image.
+_PAGES_BY_RELATION = """
+WITH r AS (
+    SELECT block_ref FROM pg_get_wal_records_info(%(start)s::pg_lsn, %(end)s::pg_lsn)
+    WHERE block_ref LIKE %(pattern)s
+),
+refs AS (
+    SELECT m[1]::oid AS node, m[2] IS NOT NULL AS fpw
+    FROM r, regexp_matches(r.block_ref, %(regex)s, 'g') AS m
+)
+SELECT coalesce(c.relname, 'relfilenode ' || refs.node), count(*), count(*) FILTER (WHERE fpw)
+FROM refs LEFT JOIN pg_class c ON c.relfilenode = refs.node AND c.relfilenode <> 0
+GROUP BY 1
+"""
+
+
+def _pages_by_relation(
+    conn: psycopg.Connection[Any], start: str, end: str
+) -> dict[str, tuple[int, int]]:
+    oid = _database_oid(conn)
+    rows = conn.execute(
+        _PAGES_BY_RELATION,
+        {
+            "start": start,
+            "end": end,
+            "pattern": f"%/{oid}/%",
+            "regex": rf"rel \d+/{oid}/(\d+) fork \w+ blk \d+( \(FPW\))?",
+        },
+    )
+    return {str(name): (int(refs), int(fpi)) for name, refs, fpi in rows}
+
+
+def _database_oid(conn: psycopg.Connection[Any]) -> int:
     row = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()
     assert row is not None
+    return int(row[0])
+
+
+def _wal_of_database(conn: psycopg.Connection[Any], start: str, end: str) -> tuple[int, int]:
+    oid = _database_oid(conn)
     found = conn.execute(
-        _WAL_OF_DATABASE, {"start": start, "end": end, "pattern": f"%/{row[0]}/%"}
+        _WAL_OF_DATABASE, {"start": start, "end": end, "pattern": f"%/{oid}/%"}
     ).fetchone()
     assert found is not None
     return int(found[0]), int(found[1])
