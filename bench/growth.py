@@ -60,8 +60,7 @@ class Run:
     p50_ms: float
     p99_ms: float
     events_per_s: float
-    # From this database's WAL; None when the server recycled it before it was read
-    # (another session wrote past max_wal_size meanwhile).
+    # From this database's WAL; None if the server recycled it before it was read.
     wal_bytes_per_event: float | None
     fpi_per_event: float | None
     server_wal_bytes_per_event: float  # pg_current_wal_lsn difference: every session's
@@ -256,6 +255,12 @@ def measure(side: Side, *, events: int, warmup: int) -> Run:
         for _ in range(warmup):
             append()
         admin.execute("CHECKPOINT")
+        # A temporary slot (gone with this session) keeps the run's WAL until it is read:
+        # other sessions' checkpoints would otherwise recycle it.
+        admin.execute(
+            "SELECT pg_create_physical_replication_slot(%s, true, true)",
+            (f"charter_growth_{os.getpid()}",),
+        )
         start_lsn = _lsn(admin)
         latencies = [append() for _ in range(events)]
         end_lsn = _lsn(admin)
