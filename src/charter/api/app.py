@@ -18,6 +18,7 @@ from charter.api import (
     routes_webhooks,
     routes_workflows,
 )
+from charter.api import console as console_files
 from charter.api.errors import install_error_handlers
 from charter.api.limits import BodyLimit
 from charter.api.metrics import RequestMetrics
@@ -76,4 +77,6 @@ def create_app(
         routes_machine,
     ):
         app.include_router(module.router)
+    # The operator console: static pages over the API above (charter/console).
+    app.include_router(console_files.router)
     return app
