@@ -7,6 +7,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Scope
 
 from charter import __version__
+from charter.api import console as console_files
 from charter.api import (
     routes_actors,
     routes_automations,
@@ -18,7 +19,6 @@ from charter.api import (
     routes_webhooks,
     routes_workflows,
 )
-from charter.api import console as console_files
 from charter.api.errors import install_error_handlers
 from charter.api.limits import BodyLimit
 from charter.api.metrics import RequestMetrics
