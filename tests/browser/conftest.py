@@ -1,0 +1,60 @@
+"""Browser tests of the console: Playwright driving Debian's Chromium against a live
+server on a seeded database.
+
+Browsers cannot be downloaded here, so Playwright launches the system Chromium
+(`apt-get install chromium`, which .ci/run does when it is missing). Without it every
+test here is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from charter.db.database import Database
+from tests.browser.world import Seeded, seed
+from tests.integration.liveserver import live_server
+from tests.integration.machinekit import machine_harness
+
+CHROMIUM = Path(os.environ.get("CHARTER_CHROMIUM", "/usr/bin/chromium"))
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+@pytest.fixture(scope="module")
+def seeded(database: Database) -> Iterator[tuple[str, Seeded]]:
+    """(base URL, what was seeded): the app on a real socket, data already in place."""
+    harness = machine_harness(database)
+    data = seed(harness)
+    with live_server(harness.http.app) as base:
+        yield base, data
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[playwright_api.Browser]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium to run these")
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: playwright_api.Browser) -> Iterator[playwright_api.Page]:
+    """A fresh browser context (empty sessionStorage) per test; page errors fail the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield tab
+    finally:
+        context.close()
+    assert errors == [], f"uncaught errors in the page: {errors}"
