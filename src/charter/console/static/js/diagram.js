@@ -1,13 +1,13 @@
 // A workflow drawn as an SVG state diagram, computed in the page: states are nodes in
-// layers (columns by distance from the create actions), actions are edges labelled with
+// layers (rows by longest path from the create actions), actions are edges labelled with
 // their roles; automatic and scheduled actions are marked. No layout service, no library.
 
 import { svg } from "./dom.js";
 
-const COL = 270; // distance between layers
-const ROW = 100; // distance between nodes of a layer
 const NODE_H = 40;
+const GAP = 70; // between layers, room for a two-line label
 const PAD = 30;
+const LEFT = 140; // room on the left for edges that go back up
 const START = "\u0000start";
 const ANY = "\u0000any";
 
@@ -43,28 +43,42 @@ export function graph(definition) {
   return { states, edges, usesAny };
 }
 
-/** Layers by breadth-first distance from the start; unreachable states go last. */
+/** Layers by longest path from the start over the actions, with the edges that close a
+ * cycle (found depth-first) left out; states nothing reaches go last. Rows within a
+ * layer follow the mean row of each node's predecessors (one barycentre pass). */
 export function layers({ states, edges, usesAny }) {
-  const layer = new Map([[START, 0]]);
-  if (usesAny) layer.set(ANY, 0);
-  const queue = [START, ...(usesAny ? [ANY] : [])];
-  while (queue.length) {
-    const node = queue.shift();
-    for (const edge of edges) {
-      if (edge.from === node && edge.to !== node && !layer.has(edge.to)) {
-        layer.set(edge.to, layer.get(node) + 1);
-        queue.push(edge.to);
-      }
+  const roots = [START, ...(usesAny ? [ANY] : [])];
+  const nodes = [...roots, ...states];
+  const out = new Map(nodes.map((n) => [n, []]));
+  for (const e of edges) if (e.from !== e.to && out.has(e.from) && out.has(e.to)) out.get(e.from).push(e.to);
+  const back = new Set();
+  const done = new Set();
+  const onStack = new Set();
+  const order = []; // reverse post-order: a topological order of the forward edges
+  const visit = (node) => {
+    onStack.add(node);
+    for (const next of out.get(node)) {
+      if (onStack.has(next)) back.add(node + "\u0001" + next);
+      else if (!done.has(next)) visit(next);
+    }
+    onStack.delete(node);
+    done.add(node);
+    order.unshift(node);
+  };
+  for (const root of roots) if (!done.has(root)) visit(root);
+  const reached = new Set(done);
+  for (const state of states) if (!done.has(state)) visit(state);
+  const layer = new Map(nodes.map((n) => [n, 0]));
+  for (const node of order) {
+    for (const next of out.get(node)) {
+      if (!back.has(node + "\u0001" + next)) layer.set(next, Math.max(layer.get(next), layer.get(node) + 1));
     }
   }
-  const deepest = Math.max(0, ...layer.values());
-  for (const state of states) if (!layer.has(state)) layer.set(state, deepest + 1);
+  const deepest = Math.max(0, ...[...reached].map((n) => layer.get(n)));
+  for (const state of states) if (!reached.has(state)) layer.set(state, deepest + 1 + layer.get(state));
   const columns = [];
-  for (const node of [START, ...(usesAny ? [ANY] : []), ...states]) {
-    const index = layer.get(node);
-    (columns[index] ??= []).push(node);
-  }
-  // One barycentre pass: order each layer by the mean row of its predecessors.
+  for (const node of nodes) (columns[layer.get(node)] ??= []).push(node);
+  for (let c = 0; c < columns.length; c++) columns[c] ??= [];
   const row = new Map();
   columns.forEach((column, c) => {
     if (c > 0) {
@@ -79,21 +93,27 @@ export function layers({ states, edges, usesAny }) {
   return { layer, row, columns };
 }
 
-/** The diagram of `definition` as an <svg> element. */
+/** The diagram of `definition` as an <svg> element: layers run top to bottom (most
+ * workflows are long chains with few branches, which fit a page's width this way). */
 export function diagram(definition) {
   const shape = graph(definition);
   const { layer, row, columns } = layers(shape);
-  const tallest = Math.max(1, ...columns.map((c) => c.length));
-  const width = PAD * 2 + (columns.length - 1) * COL + 180;
-  const height = PAD * 2 + (tallest - 1) * ROW + NODE_H + 90;
+  const label = (node) => (node === START ? "" : node === ANY ? "any state" : node);
+  const nodeWidth = (node) => (node === START ? 16 : Math.max(100, 8 * label(node).length + 28));
+  // Nodes of a layer sit side by side, with room on their right for edge labels.
+  const widest = Math.max(100, ...[...layer.keys()].map(nodeWidth));
+  const labels = Math.max(120, ...shape.edges.map(labelWidth));
+  const slot = widest + labels + 30;
   const box = new Map();
   for (const [node, c] of layer) {
-    const label = node === START ? "" : node === ANY ? "any state" : node;
-    const w = node === START ? 16 : Math.max(100, 8 * label.length + 28);
-    const x = PAD + c * COL;
-    const y = PAD + 30 + row.get(node) * ROW;
-    box.set(node, { x, y, w, h: node === START ? 16 : NODE_H, label });
+    const w = nodeWidth(node);
+    const x = LEFT + row.get(node) * slot + (widest - w) / 2;
+    const y = PAD + c * (NODE_H + GAP);
+    box.set(node, { x, y, w, h: node === START ? 16 : NODE_H, label: label(node), layer: c });
   }
+  const across = Math.max(1, ...columns.map((c) => c.length));
+  const width = LEFT + across * slot;
+  const height = PAD * 2 + columns.length * (NODE_H + GAP) - GAP;
 
   const root = svg("svg", {
     xmlns: "http://www.w3.org/2000/svg", class: "diagram", id: "diagram", role: "img",
@@ -110,19 +130,31 @@ export function diagram(definition) {
   const seen = new Map();
   const pairs = new Map();
   for (const e of shape.edges) pairs.set(e.from + "\u0001" + e.to, (pairs.get(e.from + "\u0001" + e.to) ?? 0) + 1);
+  // An action with several `from` states is labelled once, on its shortest edge; its
+  // other edges carry the name as a tooltip only (labels at one target would overlap).
+  const labelled = new Map();
+  for (const e of shape.edges) {
+    const key = e.action + "\u0001" + e.to;
+    const span = (edge) => Math.abs(layer.get(edge.to) - layer.get(edge.from));
+    if (!labelled.has(key) || span(e) < span(labelled.get(key))) labelled.set(key, e);
+  }
+  const loops = new Map();
   const edgeLayer = svg("g", { class: "edges" });
   for (const edge of shape.edges) {
     const key = edge.from + "\u0001" + edge.to;
     const index = seen.get(key) ?? 0;
     seen.set(key, index + 1);
-    const spread = (index - ((pairs.get(key) ?? 1) - 1) / 2) * 34;
-    edgeLayer.append(drawEdge(edge, box.get(edge.from), box.get(edge.to), spread, index));
+    const spread = (index - ((pairs.get(key) ?? 1) - 1) / 2) * 40;
+    const loop = edge.from === edge.to ? (loops.get(edge.from) ?? 0) : 0;
+    if (edge.from === edge.to) loops.set(edge.from, loop + 1);
+    const named = labelled.get(edge.action + "\u0001" + edge.to) === edge;
+    edgeLayer.append(drawEdge(edge, box.get(edge.from), box.get(edge.to), spread, loop, named));
   }
   root.append(edgeLayer);
 
   for (const [node, b] of box) {
     if (node === START) {
-      root.append(svg("g", { class: "start" }, svg("circle", { cx: b.x + 8, cy: b.y + NODE_H / 2, r: 8 }),
+      root.append(svg("g", { class: "start" }, svg("circle", { cx: b.x + b.w / 2, cy: b.y + 8, r: 8 }),
         svg("title", {}, "start (create actions)")));
       continue;
     }
@@ -138,52 +170,83 @@ export function diagram(definition) {
   return root;
 }
 
-function anchor(b, side) {
-  if (b.label === "") return { x: b.x + (side === "right" ? 16 : 0), y: b.y + NODE_H / 2 };
-  if (side === "right") return { x: b.x + b.w, y: b.y + b.h / 2 };
-  if (side === "left") return { x: b.x, y: b.y + b.h / 2 };
-  if (side === "top") return { x: b.x + b.w / 2, y: b.y };
-  return { x: b.x + b.w / 2, y: b.y + b.h };
-}
-
-function drawEdge(edge, from, to, spread, index) {
+function drawEdge(edge, from, to, spread, loop, named) {
   let d;
-  let mid;
+  let at;
+  let anchor = "start";
   if (from === to) {
-    // A self-loop above the node (update actions), stacked when there are several.
-    const top = anchor(from, "top");
-    const lift = 34 + index * 16;
-    d = `M${top.x - 14},${top.y} C${top.x - 30},${top.y - lift} ${top.x + 30},${top.y - lift} ${top.x + 14},${top.y}`;
-    mid = { x: top.x, y: top.y - lift * 0.75 - 4 };
-  } else if (to.x > from.x) {
-    const a = anchor(from, "right");
-    const b = anchor(to, "left");
-    const dx = (b.x - a.x) / 2;
-    const c1 = { x: a.x + dx, y: a.y + spread };
-    const c2 = { x: b.x - dx, y: b.y + spread };
+    // A self-loop on the node's right (update actions), stacked when there are several.
+    const x = from.x + from.w;
+    const y = from.y + from.h / 2;
+    const reach = 30 + loop * 22;
+    d = `M${x},${y - 10} C${x + reach},${y - 22} ${x + reach},${y + 22} ${x},${y + 10}`;
+    at = { x: x + reach * 0.75 + 6, y: y - 6 + loop * 30 };
+  } else if (to.layer > from.layer) {
+    const a = { x: from.x + from.w / 2, y: from.y + from.h };
+    const b = { x: to.x + to.w / 2, y: to.y };
+    const dy = (b.y - a.y) / 2;
+    // An edge that skips layers bows sideways, clear of the nodes it passes.
+    const bow = (to.layer - from.layer - 1) * 60 + spread;
+    const c1 = { x: a.x + bow, y: a.y + dy };
+    const c2 = { x: b.x + bow, y: b.y - dy };
     d = `M${a.x},${a.y} C${c1.x},${c1.y} ${c2.x},${c2.y} ${b.x},${b.y}`;
-    mid = bezierMiddle(a, c1, c2, b);
+    // The label sits in the gap just above the target, beside the curve.
+    at = bezierAtY(a, c1, c2, b, b.y - GAP / 2 - 8);
+    at.x += 8;
   } else {
-    // Back or same-layer edges arc below both nodes.
-    const a = anchor(from, "bottom");
-    const b = anchor(to, "bottom");
-    const drop = 50 + Math.abs(spread) + Math.abs(a.x - b.x) / 8;
-    const c1 = { x: a.x, y: Math.max(a.y, b.y) + drop };
-    const c2 = { x: b.x, y: Math.max(a.y, b.y) + drop };
+    // Back or same-layer edges arc out to the left of both nodes.
+    const a = { x: from.x, y: from.y + from.h / 2 };
+    const b = { x: to.x, y: to.y + to.h / 2 };
+    const out = 40 + Math.abs(spread) + Math.abs(a.y - b.y) / 6;
+    const c1 = { x: Math.min(a.x, b.x) - out, y: a.y };
+    const c2 = { x: Math.min(a.x, b.x) - out, y: b.y };
     d = `M${a.x},${a.y} C${c1.x},${c1.y} ${c2.x},${c2.y} ${b.x},${b.y}`;
-    mid = bezierMiddle(a, c1, c2, b);
+    at = bezierPoint(a, c1, c2, b, 0.5);
+    at.x -= 6;
+    anchor = "end";
   }
-  const marks = [edge.auto ? "⚡ auto" : null, edge.scheduled ? "⏱ " + edge.scheduled.join(", ") : null].filter(Boolean);
   const classes = ["edge", edge.type, edge.auto ? "auto" : "", edge.scheduled ? "scheduled" : ""].filter(Boolean).join(" ");
   return svg("g", { class: classes, "data-action": edge.action },
     svg("path", { d, "marker-end": "url(#arrow)" }),
-    svg("text", { x: mid.x, y: mid.y - 4, "text-anchor": "middle", class: "label" },
-      svg("tspan", { class: "name" }, edge.action),
-      svg("tspan", { x: mid.x, dy: 14, class: "roles" }, edge.roles.join(" | ") + (marks.length ? " · " + marks.join(" · ") : ""))),
+    named
+      ? svg("text", { x: at.x, y: at.y, "text-anchor": anchor, class: "label" },
+          svg("tspan", { class: "name" }, edge.action),
+          svg("tspan", { x: at.x, dy: 14, class: "roles" }, rolesLine(edge)))
+      : null,
     svg("title", {}, edge.action + " (" + edge.type + ") by " + (edge.roles.join(", ") || "no role")),
   );
 }
 
-function bezierMiddle(p0, p1, p2, p3) {
-  return { x: (p0.x + 3 * p1.x + 3 * p2.x + p3.x) / 8, y: (p0.y + 3 * p1.y + 3 * p2.y + p3.y) / 8 };
+function bezierPoint(p0, p1, p2, p3, t) {
+  const u = 1 - t;
+  return {
+    x: u * u * u * p0.x + 3 * u * u * t * p1.x + 3 * u * t * t * p2.x + t * t * t * p3.x,
+    y: u * u * u * p0.y + 3 * u * u * t * p1.y + 3 * u * t * t * p2.y + t * t * t * p3.y,
+  };
+}
+
+/** The point of a top-to-bottom curve at height `y` (bisection: y grows with t). */
+function bezierAtY(p0, p1, p2, p3, y) {
+  let low = 0;
+  let high = 1;
+  for (let i = 0; i < 30; i++) {
+    const t = (low + high) / 2;
+    if (bezierPoint(p0, p1, p2, p3, t).y < y) low = t;
+    else high = t;
+  }
+  return bezierPoint(p0, p1, p2, p3, (low + high) / 2);
+}
+
+function marks(edge) {
+  return [edge.auto ? "auto" : null, edge.scheduled ? "timer " + edge.scheduled.join(", ") : null].filter(Boolean);
+}
+
+function rolesLine(edge) {
+  const extra = marks(edge);
+  return edge.roles.join(" | ") + (extra.length ? " · " + extra.join(" · ") : "");
+}
+
+/** A label's width in the diagram's 12px font, roughly (no layout pass needed). */
+function labelWidth(edge) {
+  return Math.max(7.2 * edge.action.length, 6.2 * rolesLine(edge).length);
 }

@@ -44,8 +44,8 @@ export function workflowPage(path) {
           h("div", { class: "diagram-frame" }, diagram(workflow.definition)),
           h("p", { class: "legend muted" },
             "Boxes are states, arrows are actions labelled with the roles that may take them; ",
-            "the dot starts create actions; ⚡ auto actions fire by themselves, ⏱ scheduled ones when their timer is due; ",
-            "loops are updates that keep the state."),
+            "the dot starts create actions; violet dashed arrows (auto) fire by themselves, amber dotted ones (timer) when a schedule is due; ",
+            "loops are updates that keep the state; the dashed box stands for any state."),
         ];
       }, { id: "diagram-card" }),
       section("Actions", async () => {
