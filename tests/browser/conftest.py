@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from charter.db.database import Database
 from tests.browser.world import Seeded, seed
@@ -20,8 +21,6 @@ from tests.integration.liveserver import live_server
 from tests.integration.machinekit import machine_harness
 
 CHROMIUM = Path(os.environ.get("CHARTER_CHROMIUM", "/usr/bin/chromium"))
-
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +33,10 @@ def seeded(database: Database) -> Iterator[tuple[str, Seeded]]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[playwright_api.Browser]:
+def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium to run these")
-    with playwright_api.sync_playwright() as playwright:
+    with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
         try:
             yield launched
@@ -46,7 +45,7 @@ def browser() -> Iterator[playwright_api.Browser]:
 
 
 @pytest.fixture
-def page(browser: playwright_api.Browser) -> Iterator[playwright_api.Page]:
+def page(browser: Browser) -> Iterator[Page]:
     """A fresh browser context (empty sessionStorage) per test; page errors fail the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     tab = context.new_page()

@@ -40,7 +40,7 @@ function route() {
     if (match) {
       const { title, content, cleanup } = render(match);
       document.title = title + " · Charter console";
-      main.replaceChildren(...[content].flat());
+      main.replaceChildren(...[content].flat(Infinity).filter(Boolean));
       leave = cleanup ?? null;
       markNav(page);
       return;

@@ -194,13 +194,14 @@ function markVerification(timeline, verdict, report) {
     mark.textContent = found.length ? "✗ problem" : "✓ verified";
     box.replaceChildren(...found.map((p) => h("p", { class: "error" }, p.code + ": " + p.message)));
   }
-  verdict.replaceChildren(
+  const parts = [
     h("span", { class: report.ok ? "ok" : "error" },
       report.ok
-        ? "Chain verified: " + report.events + " events, every hash, signature and link checks."
+        ? "Chain verified: " + report.events + " events; every hash, signature and link checked."
         : "Verification found " + problems.length + " problem" + (problems.length === 1 ? "" : "s") + "."),
     general.length ? h("ul", {}, general.map((p) => h("li", { class: "error" }, p.code + ": " + p.message))) : null,
-  );
+  ];
+  verdict.replaceChildren(...parts.filter(Boolean));
 }
 
 const OPEN = new Set(["active", "claimed", "pending", "failed"]);

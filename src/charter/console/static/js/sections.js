@@ -17,7 +17,7 @@ export function section(title, render, { needs, id } = {}) {
 export async function fill(card, body, render, needs) {
   try {
     const content = await render();
-    body.replaceChildren(...[content].flat().filter(Boolean));
+    body.replaceChildren(...[content].flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
   } catch (error) {
     if (error instanceof ApiError && error.status === 403) {
       card.remove(); // what the token may not see is not shown
