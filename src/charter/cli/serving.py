@@ -79,6 +79,7 @@ def serve_api(host: str, port: int) -> None:
                 " Ctrl-C stops)",
                 soft_wrap=True,
             )
+            console.print(f"[bold]console[/]   http://{host}:{port}/console/")
             asyncio.run(_until_signal(server))
     console.print("stopped cleanly")
 
