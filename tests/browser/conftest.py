@@ -17,6 +17,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from charter.db.database import Database
 from tests.browser.world import Seeded, seed
+from tests.integration.apikit import Harness
 from tests.integration.liveserver import live_server
 from tests.integration.machinekit import machine_harness
 
@@ -24,12 +25,17 @@ CHROMIUM = Path(os.environ.get("CHARTER_CHROMIUM", "/usr/bin/chromium"))
 
 
 @pytest.fixture(scope="module")
-def seeded(database: Database) -> Iterator[tuple[str, Seeded]]:
-    """(base URL, what was seeded): the app on a real socket, data already in place."""
+def stack(database: Database) -> Iterator[tuple[str, Seeded, Harness]]:
+    """(base URL, what was seeded, the harness): the app on a real socket, data in place."""
     harness = machine_harness(database)
     data = seed(harness)
     with live_server(harness.http.app) as base:
-        yield base, data
+        yield base, data, harness
+
+
+@pytest.fixture
+def seeded(stack: tuple[str, Seeded, Harness]) -> tuple[str, Seeded]:
+    return stack[0], stack[1]
 
 
 @pytest.fixture(scope="session")
