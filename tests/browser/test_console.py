@@ -117,6 +117,21 @@ def test_hostile_markup_in_data_and_inputs_renders_as_text(page: Page, seeded: S
     assert page.evaluate("window.__xss") is None
 
 
+def test_hostile_automation_fields_and_run_errors_render_as_text(page: Page, seeded: Site) -> None:
+    base, data = seeded
+    sign_in(page, base, data.admin, "/console/automations")
+    automations = page.locator("#automations")
+    expect(automations.locator("tbody tr")).to_contain_text("window.__xss")
+    automations.locator("details summary").first.click()
+    expect(automations.locator("details")).to_contain_text("onerror")  # the webhook's fields
+    expect(page.locator("#runs")).to_contain_text("failed")
+    page.locator("#runs tr", has_text="failed").get_by_role("link").click()
+    expect(page.locator("#run-status")).to_have_text("failed")
+    expect(page.locator("main")).to_contain_text("window.__xss")
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("main img, main script, main svg").count() == 0
+
+
 def test_export_downloads_the_bundle(page: Page, seeded: Site) -> None:
     base, data = seeded
     sign_in(page, base, data.admin, "/console/processes/" + data.onboarding)
@@ -181,7 +196,7 @@ def test_a_state_diagram_with_updates_from_any_state(page: Page, seeded: Site) -
 def test_the_run_page_shows_the_step_journal(page: Page, seeded: Site) -> None:
     base, data = seeded
     sign_in(page, base, data.admin, "/console/automations")
-    page.locator("#runs a").first.click()
+    page.locator("#runs tr", has_text="running").get_by_role("link").click()
     expect(page).to_have_url(base + "/console/runs/" + data.run_id)
     expect(page.locator("#run-status")).to_have_text("running")
     journal = page.locator("#journal tbody tr")

@@ -4,6 +4,7 @@ whose data is hostile markup, a workflow, a run with a step journal, and tokens.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -16,8 +17,8 @@ from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database, Role, connect
 from charter.engine import actors
-from tests.integration.apikit import Harness
-from tests.integration.machinekit import admit, create_automation, register
+from tests.integration.apikit import Harness, bearer
+from tests.integration.machinekit import Machine, admit, create_automation, register
 from tests.integration.test_verification import HASH_CHECK
 from tests.integration.world import ONBOARDING, onboarding_definition
 
@@ -178,4 +179,20 @@ def _run(h: Harness) -> str:
     done = machine.step(run_id, "one", "complete", token=token, output={"echo": 1})
     assert done.status_code == 200, done.text
     assert machine.step(run_id, "two", "start", token=token).status_code == 200
+    _hostile_automation(h, automation_id, machine)
     return run_id
+
+
+def _hostile_automation(h: Harness, automation_id: uuid.UUID, machine: Machine) -> None:
+    """Markup in an automation's name, a webhook's fields and a failed run's error."""
+    auth = bearer(h.admin)
+    named = h.http.patch(f"/v1/automations/{automation_id}", json={"name": HOSTILE}, headers=auth)
+    assert named.status_code == 200, named.text
+    hook = {"source": HOSTILE, "event": HOSTILE}
+    added = h.http.post(f"/v1/automations/{automation_id}/webhooks", json=hook, headers=auth)
+    assert added.status_code == 201, added.text
+    failing = admit(h.database, automation_id, h, input={"note": HOSTILE})
+    claimed = machine.claimed()
+    assert claimed["run"]["id"] == str(failing.id)
+    failed = machine.run(str(failing.id), "fail", token=claimed["lease"]["token"], error=HOSTILE)
+    assert failed.status_code == 200, failed.text
