@@ -79,6 +79,23 @@ def test_the_process_page_shows_the_chain_with_causes(page: Page, seeded: Site) 
     expect(timers.locator(".countdown")).to_have_text(re.compile(r"^(in .+|.+ ago)$"))
 
 
+def test_parent_and_children_link_to_each_other(page: Page, seeded: Site) -> None:
+    base, data = seeded
+    child = data.parent + "-child"
+    sign_in(page, base, data.admin, "/console/processes/" + data.parent)
+    page.locator("#summary").get_by_role("link", name=child).click()
+    expect(page).to_have_url(base + "/console/processes/" + child)
+    genesis = page.locator("#events li.event").first
+    expect(genesis.locator(".tag")).to_have_text("spawned")
+    expect(genesis.locator(".cause")).to_contain_text("spawned by event")
+    genesis.locator(".cause").get_by_role("link", name=data.parent).click()
+    expect(page.locator("h1")).to_contain_text(data.parent)
+    page.go_back()  # client routing keeps the browser's history
+    expect(page.locator("h1")).to_contain_text(child)
+    page.click("#verify")
+    expect(page.locator("#verdict")).to_contain_text("Chain verified: 1 event;")
+
+
 def test_verify_marks_every_event_of_a_sound_chain(page: Page, seeded: Site) -> None:
     base, data = seeded
     sign_in(page, base, data.admin, "/console/processes/" + data.onboarding)

@@ -48,6 +48,19 @@ NOTES_DEFINITION: JsonObject = {
             "mutate": {"$push": {"notes": "{{ input.text }}"}},
         },
         "close": {"role": "clerk", "from": "open", "to": "closed"},
+        "split": {
+            "type": "update",
+            "role": "clerk",
+            "from": "*",
+            "spawn": [
+                {
+                    "workflow": "tests/notes",
+                    "process": "{{ process.id }}-child",
+                    "action": "create",
+                    "data": {"title": "child of {{ process.id }}"},
+                }
+            ],
+        },
     },
 }
 
@@ -59,6 +72,7 @@ class Seeded:
     onboarding: str  # automated events (queued, then scheduled), a pending yearly timer
     hostile: str  # data, inputs and a note full of markup
     tampered: str  # an event rewritten under the engine's feet
+    parent: str  # a process that spawned `{parent}-child`
     plain: list[str]  # a few errands processes for the list
     run_id: str  # a run with one step completed and one running
     admin: str  # a `*` token
@@ -88,6 +102,7 @@ def seed(h: Harness) -> Seeded:
         onboarding=onboarding,
         hostile=hostile,
         tampered=tampered,
+        parent=_parent(h),
         plain=plain,
         run_id=_run(h),
         admin=h.admin,
@@ -136,6 +151,13 @@ def _hostile(h: Harness) -> str:
     process = "hostile-1"
     head = _submit(h, "clerk", process, "create", {"title": HOSTILE}, workflow=NOTES, prev=None)
     _submit(h, "clerk", process, "note", {"text": HOSTILE, HOSTILE: 1}, workflow=NOTES, prev=head)
+    return process
+
+
+def _parent(h: Harness) -> str:
+    process = "parent-1"
+    head = _submit(h, "clerk", process, "create", {"title": "parent"}, workflow=NOTES, prev=None)
+    _submit(h, "clerk", process, "split", {}, workflow=NOTES, prev=head)
     return process
 
 

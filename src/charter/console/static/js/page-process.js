@@ -197,7 +197,7 @@ function markVerification(timeline, verdict, report) {
   const parts = [
     h("span", { class: report.ok ? "ok" : "error" },
       report.ok
-        ? "Chain verified: " + report.events + " events; every hash, signature and link checked."
+        ? "Chain verified: " + report.events + (report.events === 1 ? " event" : " events") + "; every hash, signature and link checked."
         : "Verification found " + problems.length + " problem" + (problems.length === 1 ? "" : "s") + "."),
     general.length ? h("ul", {}, general.map((p) => h("li", { class: "error" }, p.code + ": " + p.message))) : null,
   ];
