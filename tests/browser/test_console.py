@@ -230,6 +230,8 @@ def test_what_the_token_may_not_read_is_not_shown(page: Page, seeded: Site) -> N
     expect(page.locator("#automations")).to_have_count(0)
     expect(page.locator("#machines")).to_have_count(0)
     expect(page.locator('#nav a[data-nav="workflows"]')).to_be_hidden()
+    expect(page.locator('#nav a[data-nav="processes"]')).to_be_hidden()
+    expect(page.locator('#nav a[data-nav="automations"]')).to_be_visible()
 
 
 @pytest.mark.parametrize(

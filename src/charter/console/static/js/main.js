@@ -145,29 +145,29 @@ function signedIn() {
   route();
 }
 
-/** Hide the navigation entries the token's scopes forbid. */
+/** Hide the navigation entries the token's scopes forbid (only a 403 hides: any other
+ * failure leaves the entry, and its page says what went wrong). */
 async function probeScopes() {
-  const probes = { processes: "/v1/workflows", workflows: "/v1/workflows", automations: "/v1/automations" };
-  for (const [name, path] of Object.entries(probes)) {
+  const can = async (path, query = {}) => {
     try {
-      await get(path, { query: path === "/v1/automations" ? { limit: 1 } : {} });
+      await get(path, { query });
+      return true;
     } catch (failure) {
-      if (failure instanceof ApiError && failure.status === 403) {
-        const runs = name === "automations" && (await allowed("/v1/runs"));
-        const entry = nav.querySelector(`a[data-nav="${name}"]`);
-        if (entry && !runs) entry.hidden = true;
-      }
+      return !(failure instanceof ApiError && failure.status === 403);
     }
-  }
-}
-
-async function allowed(path) {
-  try {
-    await get(path, { query: { limit: 1 } });
-    return true;
-  } catch {
-    return false;
-  }
+  };
+  const [processes, automations, runs] = await Promise.all([
+    can("/v1/workflows"),
+    can("/v1/automations", { limit: 1 }),
+    can("/v1/runs", { limit: 1 }),
+  ]);
+  const hide = (name, hidden) => {
+    const entry = nav.querySelector(`a[data-nav="${name}"]`);
+    if (entry) entry.hidden = hidden;
+  };
+  hide("processes", !processes);
+  hide("workflows", !processes);
+  hide("automations", !automations && !runs);
 }
 
 signOutButton.addEventListener("click", () => {
