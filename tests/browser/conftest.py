@@ -52,14 +52,23 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    """A fresh browser context (empty sessionStorage) per test; page errors fail the test."""
+    """A fresh browser context (empty sessionStorage) per test; uncaught page errors and
+    anything the Content-Security-Policy refused fail the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     tab = context.new_page()
     tab.set_default_timeout(15_000)
     errors: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.on(
+        "console",
+        lambda message: (
+            errors.append(message.text)
+            if "Content Security Policy" in message.text or "Refused to" in message.text
+            else None
+        ),
+    )
     try:
         yield tab
     finally:
         context.close()
-    assert errors == [], f"uncaught errors in the page: {errors}"
+    assert errors == [], f"errors in the page: {errors}"

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.world import HOSTILE, NOTES_DEFINITION, Seeded
 from tests.integration.world import ONBOARDING, onboarding_definition
@@ -261,3 +261,31 @@ def test_screenshots(
     folder = Path(os.environ.get("CHARTER_CONSOLE_SCREENSHOTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+def test_the_policy_refuses_inline_script_in_the_browser(browser: Browser, seeded: Site) -> None:
+    """Even markup that did reach the page could not run: the CSP refuses inline code."""
+    base, _ = seeded
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        refused: list[str] = []
+        tab.on("console", lambda message: refused.append(message.text))
+        tab.goto(base + "/console/")
+        expect(tab.locator("#sign-in")).to_be_visible()  # our own module script did run
+        tab.evaluate(
+            """() => {
+              const script = document.createElement("script");
+              script.textContent = "window.__inline = 1";
+              document.body.append(script);
+              const img = document.createElement("img");
+              img.setAttribute("onerror", "window.__inline = 2");
+              img.src = "x";
+              document.body.append(img);
+            }"""
+        )
+        tab.wait_for_function("() => document.querySelector('img').complete")
+        assert tab.evaluate("window.__inline") is None
+        assert any("Content Security Policy" in text for text in refused)
+    finally:
+        context.close()
