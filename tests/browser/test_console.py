@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.world import HOSTILE, NOTES_DEFINITION, Seeded
+from tests.browser.world import HOSTILE, LOOP, NOTES_DEFINITION, Seeded
 from tests.integration.world import ONBOARDING, onboarding_definition
 
 Site = tuple[str, Seeded]
@@ -208,6 +208,26 @@ def test_a_state_diagram_with_updates_from_any_state(page: Page, seeded: Site) -
     assert isinstance(states, list)
     expect(page.locator("#diagram g.state")).to_have_count(len(states))
     expect(page.locator("#diagram g.any")).to_have_count(1)  # `note` runs from "*"
+
+
+def test_a_diagram_with_a_cycle(page: Page, seeded: Site) -> None:
+    base, data = seeded
+    sign_in(page, base, data.admin, "/console/workflows/" + LOOP)
+    expect(page.locator("#diagram g.state")).to_have_count(3)
+    expect(page.locator("#diagram g.edge")).to_have_count(4)
+    expect(page.locator('#diagram g.edge[data-action="accept"] text')).to_contain_text(
+        "boss | clerk"
+    )
+    # Every node lies inside the drawing, the back edge's arc with room on the left.
+    width, height = page.evaluate(
+        "() => { const b = document.querySelector('#diagram').viewBox.baseVal;"
+        " return [b.width, b.height]; }"
+    )
+    for node in page.locator("#diagram g.state rect").all():
+        x = float(node.get_attribute("x") or "nan")
+        y = float(node.get_attribute("y") or "nan")
+        assert 0 <= x < width
+        assert 0 <= y < height
 
 
 def test_the_run_page_shows_the_step_journal(page: Page, seeded: Site) -> None:

@@ -64,6 +64,20 @@ NOTES_DEFINITION: JsonObject = {
     },
 }
 
+LOOP = "tests/loop"
+# A cycle (review sends work back) and an action two roles may take.
+LOOP_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["draft", "review", "done"],
+    "roles": ["clerk", "boss"],
+    "actions": {
+        "create": {"type": "create", "role": "clerk", "to": "draft"},
+        "submit": {"role": "clerk", "from": "draft", "to": "review"},
+        "reject": {"role": "boss", "from": "review", "to": "draft"},
+        "accept": {"role": ["boss", "clerk"], "from": "review", "to": "done"},
+    },
+}
+
 
 @dataclass(frozen=True)
 class Seeded:
@@ -84,6 +98,7 @@ def seed(h: Harness) -> Seeded:
     assert isinstance(clock, FakeClock)
     h.deploy(ONBOARDING, onboarding_definition())
     h.deploy(NOTES, NOTES_DEFINITION)
+    h.deploy(LOOP, LOOP_DEFINITION)
     h.actor("ada", "customer")
     automation = SecretKey.generate()
     with h.database.connection(Role.ENGINE) as conn, conn.transaction():
