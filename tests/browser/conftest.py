@@ -38,8 +38,10 @@ def seeded(stack: tuple[str, Seeded, Harness]) -> tuple[str, Seeded]:
     return stack[0], stack[1]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # Module scope, not session: the sync API keeps an asyncio loop running in this
+    # thread while it is started, and later tests call asyncio.run().
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium to run these")
     with sync_playwright() as playwright:

@@ -2,7 +2,7 @@
 // global views of timers and the automation queue (operator API).
 
 import { get } from "./api.js";
-import { facts, h, json, link, paths, table } from "./dom.js";
+import { h, json, link, paths, table } from "./dom.js";
 import { relative, shortHash, time } from "./format.js";
 import { fill, section } from "./sections.js";
 
