@@ -35,7 +35,7 @@ export function automationsPage() {
             { title: "Target", cell: (r) => r.target },
             { title: "Attempts", cell: (r) => String(r.attempts) },
             { title: "Created", cell: (r) => time(r.created_at) },
-            { title: "Error", cell: (r) => (r.error ? JSON.stringify(r.error) : "") },
+            { title: "Error", cell: (r) => (r.error === null || r.error === undefined ? "" : typeof r.error === "string" ? r.error : JSON.stringify(r.error)) },
           ],
           items,
           { empty: "No run yet." },
@@ -46,7 +46,8 @@ export function automationsPage() {
         return table(
           Object.keys(machines[0] ?? {}).filter((k) => !/jwk|key|token/i.test(k)).map((k) => ({
             title: k.replaceAll("_", " "),
-            cell: (m) => (typeof m[k] === "object" && m[k] !== null ? JSON.stringify(m[k]) : String(m[k] ?? "—")),
+            cell: (m) =>
+              k.endsWith("_at") ? time(m[k]) : typeof m[k] === "object" && m[k] !== null ? JSON.stringify(m[k]) : String(m[k] ?? "—"),
           })),
           machines,
           { empty: "No machine registered." },
