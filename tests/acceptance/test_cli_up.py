@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -42,11 +43,15 @@ def test_up_with_a_database_url_serves_health_and_stops_cleanly(
         body = health.json()
         assert body["ok"] is True
         assert body["schema_version"] >= 5
+        console = httpx.get(f"http://127.0.0.1:{port}/console/", timeout=10)
+        assert console.status_code == 200
+        assert "Charter console" in console.text
     finally:
         process.send_signal(stop_signal)
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert f"http://127.0.0.1:{port}" in out
+    assert f"http://127.0.0.1:{port}/console/" in out
     assert "stopped cleanly" in out
 
 

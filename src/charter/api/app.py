@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Scope
 
 from charter import __version__
+from charter.api import console as console_files
 from charter.api import (
     routes_actors,
     routes_automations,
@@ -77,6 +78,8 @@ def create_app(
         routes_machine,
     ):
         app.include_router(module.router)
+    # The operator console: static pages over the API above (charter/console).
+    app.include_router(console_files.router)
     # Added last = outermost. The body limit comes before anything that looks at the
     # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
     # response, even those answered by middleware, carries the request id. Event

@@ -1,4 +1,5 @@
-"""Reads of processes: the process, its events, verification, automation (`processes:read`)."""
+"""Reads of processes: the process, its events, verification, automation, the export
+bundle (`processes:read`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from charter.api.auth import require
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.engine.metrics import count_verification
-from charter.engine.verification import verify_process
+from charter.engine.verification import export_bundle, verify_process
 
 READ = "processes:read"
 
@@ -49,3 +50,9 @@ def get_automation(process_id: str, context: Context, _token: Reader) -> JSONRes
     """The process's scheduled actions and automatic-action queue rows."""
     scheduled, queue = context.reads.automation(process_id)
     return JSONResponse({"scheduled": scheduled, "queue": queue})
+
+
+@router.get("/v1/processes/{process_id}/export")
+def export(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+    """The `charter-export/1` bundle (as `charter export` prints) for offline verification."""
+    return JSONResponse(export_bundle(context.database, process_id))

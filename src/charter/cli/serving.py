@@ -88,12 +88,14 @@ def serve_api(
         )
         if workers > 1:
             console.print(listening, soft_wrap=True)
+            console.print(f"[bold]console[/]   http://{host}:{port}/console/")
             serve_workers(url, settings, host, port, workers, telemetry)
         else:
             with Database(url, max_size=POOL_SIZE) as database:
                 engine = Engine.from_settings(database, settings)
                 server = api_server(database, engine, settings, host, port)
                 console.print(listening, soft_wrap=True)
+                console.print(f"[bold]console[/]   http://{host}:{port}/console/")
                 asyncio.run(until_signal(server))
     console.print("stopped cleanly")
 

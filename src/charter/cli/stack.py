@@ -59,6 +59,7 @@ def start(
             server = api_server(database, engine, settings, host, port)
             api_url = f"http://{host}:{port}"
             console.print(f"[bold]api[/]       {api_url}  (Ctrl-C stops everything)")
+            console.print(f"[bold]console[/]   {api_url}/console/  (sign in with the admin token)")
             console.print(
                 f"[bold]worker[/]    {worker.worker_id} (lease {worker_settings.lease_seconds} s,"
                 f" {worker_settings.concurrency} at once)"

@@ -1,0 +1,72 @@
+// The JSON API, called with the bearer token the operator signed in with. The token
+// lives in sessionStorage: it survives a reload but not the browser session, and it is
+// never put in a URL.
+
+const KEY = "charter.console.token";
+
+export const session = {
+  token: () => sessionStorage.getItem(KEY),
+  signIn: (token) => sessionStorage.setItem(KEY, token),
+  signOut: () => sessionStorage.removeItem(KEY),
+};
+
+/** An API error: HTTP status, Charter's error code and message. `not_found` with 404 is
+ * a route this server does not have (an API older than the console). */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+  get routeMissing() {
+    return this.status === 404 && this.code === "not_found";
+  }
+}
+
+const listeners = new Set();
+/** Called with the error whenever the API answers 401 (the token is no longer good). */
+export function onUnauthorized(listener) {
+  listeners.add(listener);
+}
+
+export function url(path, query = {}) {
+  const target = new URL(path, location.origin);
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== "") target.searchParams.set(name, value);
+  }
+  return target;
+}
+
+export async function request(path, { query, signal, headers = {}, token = session.token() } = {}) {
+  const response = await fetch(url(path, query), {
+    headers: { Accept: "application/json", ...headers, Authorization: "Bearer " + (token ?? "") },
+    signal,
+    cache: "no-store",
+  });
+  if (!response.ok) {
+    let body = null;
+    try {
+      body = await response.json();
+    } catch {
+      // not JSON: keep the status line
+    }
+    const error = body?.error ?? {};
+    const failure = new ApiError(
+      response.status,
+      String(error.code ?? "http_" + response.status),
+      String(error.message ?? response.statusText),
+    );
+    if (response.status === 401 && token === session.token()) listeners.forEach((l) => l(failure));
+    throw failure;
+  }
+  return response;
+}
+
+export async function get(path, options) {
+  return (await request(path, options)).json();
+}
+
+/** The /v1 path of a process's resource. */
+export function processPath(id, tail = "") {
+  return "/v1/processes/" + encodeURIComponent(id) + tail;
+}

@@ -1,0 +1,255 @@
+// /console/processes/{id}: state and data, the chain as a timeline (with causes of
+// automated events), verification marked on each event, pending timers and queued
+// automatic actions, parent and children, and the export bundle.
+
+import { get, processPath, request } from "./api.js";
+import { facts, h, json, link, paths, table } from "./dom.js";
+import { relative, shortHash, time } from "./format.js";
+import * as live from "./live.js";
+import { fill, problem, section } from "./sections.js";
+
+const POLL_MS = 5000;
+
+export function processPage(id) {
+  let shownSeq = null;
+  const verdict = h("p", { class: "verdict", id: "verdict", "aria-live": "polite" });
+  const verifyButton = h("button", { type: "button", id: "verify" }, "Verify chain");
+  const exportButton = h("button", { type: "button", id: "export" }, "Export bundle");
+  const countdowns = new Set();
+
+  const summaryBody = h("div", { class: "body" });
+  const summary = h("section", { class: "card", id: "summary" }, h("h2", {}, "State and data"), summaryBody);
+  const timelineBody = h("div", { class: "body" });
+  const timeline = h("section", { class: "card", id: "timeline" }, h("h2", {}, "Chain"), timelineBody);
+  const workBody = h("div", { class: "body" });
+  const work = h("section", { class: "card", id: "automation" }, h("h2", {}, "Timers and queued actions"), workBody);
+
+  async function load() {
+    const [process, history] = await Promise.all([get(processPath(id)), get(processPath(id, "/events"))]);
+    shownSeq = process.seq;
+    await Promise.all([
+      fill(summary, summaryBody, () => renderSummary(process)),
+      fill(timeline, timelineBody, () => renderTimeline(process, history.events)),
+      fill(work, workBody, async () => renderWork(await get(processPath(id, "/automation")), history.events, countdowns)),
+    ]);
+    verdict.replaceChildren();
+  }
+
+  const content = [
+    h("div", { class: "page-head" },
+      h("h1", {}, "Process ", h("code", { class: "id" }, id)),
+      h("div", { class: "actions" }, verifyButton, exportButton)),
+    verdict,
+    summary,
+    timeline,
+    work,
+  ];
+
+  load().catch((error) => {
+    // The process itself could not be read: one message instead of three cards.
+    for (const card of [summary, timeline, work]) card.remove();
+    verdict.replaceChildren(problem(error));
+  });
+
+  verifyButton.addEventListener("click", async () => {
+    verifyButton.disabled = true;
+    verdict.replaceChildren(h("span", { class: "muted" }, "Verifying…"));
+    try {
+      markVerification(timeline, verdict, await get(processPath(id, "/verify")));
+    } catch (error) {
+      verdict.replaceChildren(problem(error));
+    } finally {
+      verifyButton.disabled = false;
+    }
+  });
+
+  exportButton.addEventListener("click", async () => {
+    exportButton.disabled = true;
+    try {
+      const blob = await (await request(processPath(id, "/export"))).blob();
+      const href = URL.createObjectURL(blob);
+      const a = h("a", { href, download: id + ".charter-export.json", hidden: true });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(href), 10000);
+    } catch (error) {
+      verdict.replaceChildren(problem(error, "GET /v1/processes/{id}/export"));
+    } finally {
+      exportButton.disabled = false;
+    }
+  });
+
+  // New events appear live: a hint for this process reloads; without a stream, poll the head.
+  const unsubscribe = live.subscribe((kind, data) => {
+    if ((kind === "event" || kind === "work") && data?.process === id) load().catch(() => {});
+  });
+  const poll = setInterval(async () => {
+    if (!live.isPolling() || document.hidden) return;
+    try {
+      const process = await get(processPath(id));
+      if (process.seq !== shownSeq) await load();
+    } catch {
+      // a failed poll changes nothing shown
+    }
+  }, POLL_MS);
+  const ticker = setInterval(() => countdowns.forEach((tick) => tick()), 1000);
+
+  return {
+    title: "Process " + id,
+    content,
+    cleanup: () => {
+      unsubscribe();
+      clearInterval(poll);
+      clearInterval(ticker);
+    },
+  };
+}
+
+function renderSummary(process) {
+  const children = Array.isArray(process.children) ? process.children : [];
+  return [
+    facts([
+      ["Workflow", link(paths.workflow(process.workflow), process.workflow)],
+      ["State", h("span", { class: "state", id: "state" }, process.state)],
+      ["Events", String(process.seq)],
+      ["Head", h("code", { title: process.head }, shortHash(process.head))],
+      ["Created", time(process.created_at)],
+      ["Updated", time(process.updated_at)],
+      ["Parent", process.parent ? link(paths.process(process.parent), process.parent) : "—"],
+      ["Children", children.length ? h("ul", { class: "inline" }, children.map((c) => h("li", {}, link(paths.process(c), c)))) : "—"],
+    ]),
+    h("h3", {}, "Data"),
+    h("div", { id: "data" }, json(process.data)),
+  ];
+}
+
+function renderTimeline(process, events) {
+  const bySeq = new Map();
+  for (const event of events) bySeq.set(event.hash, event.seq);
+  return h("ol", { class: "timeline", id: "events" }, events.map((event) => renderEvent(process, event, bySeq)));
+}
+
+function renderEvent(process, event, bySeq) {
+  const envelope = event.envelope ?? {};
+  const provenance = envelope.input?.meta?.automation;
+  const roles = Array.isArray(event.actor_roles) ? event.actor_roles : [];
+  const actor = event.actor_id ?? "key " + shortHash(envelope.actor);
+  return h(
+    "li",
+    { class: "event" + (provenance ? " automated" : ""), id: "seq-" + event.seq, dataset: { seq: event.seq } },
+    h("div", { class: "event-head" },
+      h("span", { class: "seq" }, "#" + event.seq),
+      h("strong", { class: "action" }, String(envelope.action ?? "")),
+      event.kind === "spawn" ? h("span", { class: "tag" }, "spawned") : null,
+      provenance ? h("span", { class: "tag auto" }, provenance.kind === "scheduled_action" ? "scheduled" : "automatic") : null,
+      h("span", { class: "verdict-mark" })),
+    h("div", { class: "event-meta" },
+      h("span", { class: "actor" }, actor, roles.length ? " (" + roles.join(", ") + ")" : ""),
+      " · ",
+      h("time", { datetime: envelope.at }, time(envelope.at)),
+      " · ",
+      h("code", { class: "hash", title: event.hash }, shortHash(event.hash))),
+    cause(process, envelope, provenance, bySeq),
+    h("div", { class: "problems" }),
+    Object.keys(envelope.input ?? {}).length
+      ? h("details", {}, h("summary", {}, "input"), json(envelope.input))
+      : null,
+  );
+}
+
+/** Where an event came from: the event that scheduled or queued it, or the parent's
+ * event that spawned this process. */
+function cause(process, envelope, provenance, bySeq) {
+  if (envelope.cause) {
+    return h("p", { class: "cause" }, "spawned by event ", h("code", { title: envelope.cause }, shortHash(envelope.cause)),
+      process.parent ? [" of ", link(paths.process(process.parent), process.parent)] : null);
+  }
+  if (!provenance || typeof provenance !== "object") return null;
+  const scheduled = provenance.kind === "scheduled_action";
+  const hash = scheduled ? provenance.scheduled_by_event_hash : provenance.queued_by_event_hash;
+  const seq = bySeq.get(hash);
+  const what = scheduled ? "scheduled by event " : "queued by event ";
+  const target = seq !== undefined ? h("a", { href: "#seq-" + seq, title: hash }, shortHash(hash)) : h("code", { title: hash }, shortHash(hash));
+  return h("p", { class: "cause" }, what, target, seq !== undefined ? " at seq " + seq : "",
+    scheduled && provenance.schedule_id ? " (schedule " + provenance.schedule_id + ")" : "",
+    provenance.worker ? ", fired by worker " + provenance.worker : "");
+}
+
+function markVerification(timeline, verdict, report) {
+  const problems = Array.isArray(report.problems) ? report.problems : [];
+  const bySeq = new Map();
+  const general = [];
+  for (const p of problems) {
+    if (p.seq === null || p.seq === undefined) general.push(p);
+    else bySeq.set(p.seq, [...(bySeq.get(p.seq) ?? []), p]);
+  }
+  for (const item of timeline.querySelectorAll("li.event")) {
+    const seq = Number(item.dataset.seq);
+    const found = bySeq.get(seq) ?? [];
+    const mark = item.querySelector(".verdict-mark");
+    const box = item.querySelector(".problems");
+    item.classList.toggle("verified", found.length === 0);
+    item.classList.toggle("broken", found.length > 0);
+    mark.textContent = found.length ? "✗ problem" : "✓ verified";
+    box.replaceChildren(...found.map((p) => h("p", { class: "error" }, p.code + ": " + p.message)));
+  }
+  const parts = [
+    h("span", { class: report.ok ? "ok" : "error" },
+      report.ok
+        ? "Chain verified: " + report.events + (report.events === 1 ? " event" : " events") + "; every hash, signature and link checked."
+        : "Verification found " + problems.length + " problem" + (problems.length === 1 ? "" : "s") + "."),
+    general.length ? h("ul", {}, general.map((p) => h("li", { class: "error" }, p.code + ": " + p.message))) : null,
+  ];
+  verdict.replaceChildren(...parts.filter(Boolean));
+}
+
+const OPEN = new Set(["active", "claimed", "pending", "failed"]);
+
+function renderWork(automation, events, countdowns) {
+  countdowns.clear();
+  const bySeq = new Map(events.map((e) => [e.hash, e.seq]));
+  const at = (hash) =>
+    bySeq.has(hash)
+      ? h("a", { href: "#seq-" + bySeq.get(hash), title: hash }, "seq " + bySeq.get(hash))
+      : h("code", { title: hash }, shortHash(hash));
+  const countdown = (value) => {
+    const el = h("span", { class: "countdown" }, relative(value));
+    countdowns.add(() => (el.textContent = relative(value)));
+    return el;
+  };
+  const scheduled = (automation.scheduled ?? []).filter((r) => OPEN.has(r.status));
+  const queue = (automation.queue ?? []).filter((r) => OPEN.has(r.status));
+  const done = (automation.scheduled ?? []).length + (automation.queue ?? []).length - scheduled.length - queue.length;
+  return [
+    h("h3", {}, "Pending timers"),
+    table(
+      [
+        { title: "Schedule", cell: (r) => r.schedule_id },
+        { title: "Action", cell: (r) => r.action_name },
+        { title: "Due", cell: (r) => [time(r.not_before ?? r.run_at), " ", countdown(r.not_before ?? r.run_at)] },
+        { title: "Repeats", cell: (r) => r.interval ? "every " + r.interval : "once" },
+        { title: "Status", cell: (r) => r.status },
+        { title: "Attempts", cell: (r) => String(r.attempts) },
+        { title: "Last error", cell: (r) => r.last_attempt_error ?? "" },
+        { title: "Scheduled by", cell: (r) => at(r.created_event_hash) },
+      ],
+      scheduled,
+      { empty: "No pending timers." },
+    ),
+    h("h3", {}, "Queued automatic actions"),
+    table(
+      [
+        { title: "Action", cell: (r) => r.action_name },
+        { title: "Status", cell: (r) => r.status },
+        { title: "Queued", cell: (r) => time(r.queued_at) },
+        { title: "Attempts", cell: (r) => String(r.attempts) },
+        { title: "Last error", cell: (r) => r.last_error ?? "" },
+        { title: "Queued by", cell: (r) => at(r.queued_by_event_hash) },
+      ],
+      queue,
+      { empty: "No queued or failed automatic actions." },
+    ),
+    done ? h("p", { class: "muted" }, done + " finished or cancelled work row" + (done === 1 ? "" : "s") + " not shown.") : null,
+  ];
+}

@@ -1,0 +1,55 @@
+// /console/runs/{id}: a run with its plan snapshot and step journal.
+
+import { get } from "./api.js";
+import { facts, h, json, table } from "./dom.js";
+import { time } from "./format.js";
+import { section } from "./sections.js";
+
+export function runPage(id) {
+  const loaded = get("/v1/runs/" + encodeURIComponent(id));
+  return {
+    title: "Run " + id,
+    content: [
+      h("h1", {}, "Run ", h("code", { class: "id" }, id)),
+      section("Run", async () => {
+        const run = await loaded;
+        return [
+          facts([
+            ["Status", h("span", { class: "state", id: "run-status" }, run.status)],
+            ["Automation", h("code", {}, run.automation_id)],
+            ["Trigger", run.trigger_kind + (run.trigger_id ? " " + run.trigger_id : "")],
+            ["Target", run.target],
+            ["Attempts", String(run.attempts)],
+            ["Scheduled for", time(run.scheduled_for)],
+            ["Started", time(run.started_at)],
+            ["Finished", time(run.finished_at)],
+            ["Retry at", time(run.retry_at)],
+            ["Lease", run.lease_owner ? run.lease_owner + " until " + time(run.lease_expires_at) : "—"],
+          ]),
+          run.error ? [h("h3", {}, "Error"), json(run.error)] : null,
+          run.output !== null && run.output !== undefined ? [h("h3", {}, "Output"), json(run.output)] : null,
+          h("h3", {}, "Input"),
+          json(run.input),
+        ];
+      }),
+      section("Step journal", async () => {
+        const run = await loaded;
+        return table(
+          [
+            { title: "#", cell: (s) => String(s.position) },
+            { title: "Step", cell: (s) => s.step_id },
+            { title: "Status", cell: (s) => h("span", { class: "state" }, s.status) },
+            { title: "Attempts", cell: (s) => String(s.attempts) },
+            { title: "Idempotency key", cell: (s) => h("code", {}, s.idempotency_key) },
+            { title: "Started", cell: (s) => time(s.started_at) },
+            { title: "Finished", cell: (s) => time(s.finished_at) },
+            { title: "Output or error", cell: (s) => json(s.error ?? s.output ?? null) },
+          ],
+          run.steps ?? [],
+          { empty: "No step has started yet." },
+        );
+      }, { id: "journal" }),
+      section("Plan snapshot", async () => json((await loaded).plan)),
+    ],
+  };
+}

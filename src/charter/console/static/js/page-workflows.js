@@ -1,0 +1,85 @@
+// /console/workflows (every deployed path) and /console/workflows/{path} (versions, the
+// state diagram, the actions and the definition).
+
+import { get } from "./api.js";
+import { facts, h, json, link, paths, table } from "./dom.js";
+import { diagram } from "./diagram.js";
+import { shortHash, time } from "./format.js";
+import { section } from "./sections.js";
+
+export function workflowsPage() {
+  return {
+    title: "Workflows",
+    content: [
+      h("h1", {}, "Workflows"),
+      section("Deployed workflows", async () => {
+        const { workflows } = await get("/v1/workflows");
+        return table(
+          [
+            { title: "Path", cell: (w) => link(paths.workflow(w.path), w.path) },
+            { title: "Revision", cell: (w) => String(w.revision) },
+            { title: "Version", cell: (w) => h("code", { title: w.version }, shortHash(w.version)) },
+            { title: "Deployed", cell: (w) => time(w.deployed_at) },
+            { title: "By", cell: (w) => w.deployed_by ?? "—" },
+          ],
+          workflows,
+          { empty: "No workflow is deployed yet (charter workflows deploy)." },
+        );
+      }, { id: "workflows" }),
+    ],
+  };
+}
+
+export function workflowPage(path) {
+  const encoded = path.split("/").map(encodeURIComponent).join("/");
+  const loaded = get("/v1/workflows/" + encoded);
+  return {
+    title: "Workflow " + path,
+    content: [
+      h("h1", {}, "Workflow ", h("code", { class: "id" }, path)),
+      h("p", {}, link("processes?workflow=" + encodeURIComponent(path), "Processes of this workflow")),
+      section("State diagram", async () => {
+        const workflow = await loaded;
+        return [
+          h("div", { class: "diagram-frame" }, diagram(workflow.definition)),
+          h("p", { class: "legend muted" },
+            "Boxes are states, arrows are actions labelled with the roles that may take them; ",
+            "the dot starts create actions; violet dashed arrows (auto) fire by themselves, amber dotted ones (timer) when a schedule is due; ",
+            "loops are updates that keep the state; the dashed box stands for any state."),
+        ];
+      }, { id: "diagram-card" }),
+      section("Actions", async () => {
+        const { definition } = await loaded;
+        const rows = Object.entries(definition.actions ?? {}).map(([name, a]) => ({ name, ...a }));
+        return table(
+          [
+            { title: "Action", cell: (a) => a.name },
+            { title: "Type", cell: (a) => a.type ?? "transition" },
+            { title: "Roles", cell: (a) => [a.role ?? []].flat().join(", ") },
+            { title: "From", cell: (a) => [a.from ?? "—"].flat().join(", ") },
+            { title: "To", cell: (a) => a.to ?? "—" },
+            { title: "When", cell: (a) => (a.when ? h("code", {}, a.when) : "") },
+            { title: "Automation", cell: (a) => [a.auto ? "auto" : null, ...(a.schedule ?? []).map((s) => "schedules " + s.action + " (" + s.id + ")")].filter(Boolean).join("; ") },
+          ],
+          rows,
+        );
+      }),
+      section("Revisions", async () => {
+        const { revisions } = await loaded;
+        return table(
+          [
+            { title: "Revision", cell: (r) => String(r.revision) },
+            { title: "Version", cell: (r) => h("code", { title: r.version }, shortHash(r.version)) },
+            { title: "Deployed", cell: (r) => time(r.deployed_at) },
+            { title: "By", cell: (r) => r.deployed_by ?? "—" },
+          ],
+          revisions,
+        );
+      }),
+      section("Definition", async () => {
+        const workflow = await loaded;
+        return [facts([["Version", h("code", {}, workflow.version)]]), json(workflow.definition)];
+      }),
+    ],
+  };
+}

@@ -1,0 +1,44 @@
+// A page is made of sections that load on their own. A section whose data the token's
+// scopes forbid (403) disappears; one whose API route this server lacks (an operator
+// endpoint not deployed yet) says so plainly; other errors show their code and message.
+
+import { ApiError } from "./api.js";
+import { h } from "./dom.js";
+
+/** A card titled `title` whose body is what `render()` resolves to.
+ * `needs` names the endpoint, for the "not available" message. */
+export function section(title, render, { needs, id } = {}) {
+  const body = h("div", { class: "body" }, h("p", { class: "muted" }, "Loading…"));
+  const card = h("section", { class: "card", id }, title ? h("h2", {}, title) : null, body);
+  fill(card, body, render, needs);
+  return card;
+}
+
+export async function fill(card, body, render, needs) {
+  try {
+    const content = await render();
+    body.replaceChildren(...[content].flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 403) {
+      card.remove(); // what the token may not see is not shown
+      return;
+    }
+    body.replaceChildren(problem(error, needs));
+  }
+}
+
+/** The paragraph that explains a failed load. */
+export function problem(error, needs) {
+  if (error instanceof ApiError && error.routeMissing) {
+    return h(
+      "p",
+      { class: "unavailable" },
+      "Not available on this server",
+      needs ? ": it needs " + needs + " (the operator API)." : ".",
+    );
+  }
+  if (error instanceof ApiError) {
+    return h("p", { class: "error" }, error.code + ": " + error.message);
+  }
+  return h("p", { class: "error" }, "Could not load: " + String(error?.message ?? error));
+}
