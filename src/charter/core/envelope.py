@@ -8,12 +8,13 @@ message and `field` context name the field.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 from charter.core import ijson
 from charter.core.canonical import canonical_bytes, sha256_hex
+from charter.core.canonical_fast import parse_canonical
 from charter.core.ed25519 import SecretKey, verify
 from charter.core.errors import BadSignature, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -44,9 +45,11 @@ class Envelope:
     actor: str
     at: str
     cause: str | None = None  # only on the unsigned genesis of a spawned process
+    # Private to `from_text`: bytes it proved to be the canonical form of these fields.
+    _canonical: InitVar[bytes | None] = None
     _message: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, _canonical: bytes | None) -> None:
         if type(self.v) is not int or self.v != 1:
             raise _bad("v", "must be the integer 1")
         _match("process", self.process, _NAME_RE, f"must match {_NAME}")
@@ -62,7 +65,7 @@ class Envelope:
             if self.prev is not None:
                 raise _bad("cause", "is only allowed on a spawn genesis, whose prev is null")
         # Canonicalized once: every envelope is hashed or verified, often both.
-        message = canonical_bytes(self.to_json())
+        message = canonical_bytes(self.to_json()) if _canonical is None else _canonical
         object.__setattr__(self, "_message", message)
         # JCS writes each member's value as is, so swapping `input` for {} (2 bytes) shrinks
         # the message by exactly the canonical size of `input` minus 2. `input` is never
@@ -82,6 +85,21 @@ class Envelope:
         fields = _exact_keys(value, "envelope", _ENVELOPE_KEYS, optional=frozenset({"cause"}))
         # The values are still JsonValue; __post_init__ checks each one's type.
         return cls(**cast("dict[str, Any]", fields))
+
+    @classmethod
+    def from_text(cls, text: str) -> Envelope:
+        """Parse and validate envelope text (strict I-JSON), parsing it once.
+
+        When the text is provably its own canonical form (the common case a verifier
+        meets), its bytes become `message()` as they are, with no re-encoding; otherwise
+        the strict parser and `rfc8785` decide, and `message()` is the canonical form,
+        which a caller compares with the text to find a non-canonical one.
+        """
+        value = parse_canonical(text)
+        if value is None:
+            return cls.from_json(ijson.loads(text))
+        fields = _exact_keys(value, "envelope", _ENVELOPE_KEYS, optional=frozenset({"cause"}))
+        return cls(**cast("dict[str, Any]", fields), _canonical=text.encode("utf-8"))
 
     def at_datetime(self) -> datetime:
         """`at` as an aware UTC datetime."""

@@ -1,0 +1,133 @@
+"""A C-speed path to RFC 8785 (JCS) bytes for the values where it provably agrees.
+
+`json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)` writes exactly
+what JCS writes for `null`, booleans, strings (both escape `"`, `\\`, `\\b \\f \\n \\r \\t`
+and other controls as lowercase `\\u00xx`, and nothing else), integers within
+±(2**53 - 1), arrays and objects, except in two places:
+
+- numbers: Python prints doubles with `repr` (`1.0`, `1e-07`), JCS with ECMAScript's
+  rules (`1`, `1e-7`); integers beyond ±(2**53 - 1) JCS refuses;
+- key order: Python sorts by code point, JCS by UTF-16 code unit. The two orders agree
+  unless a key holds a character above U+FFFF (a surrogate pair in UTF-16 sorts below
+  U+E000..U+FFFF), so an object whose keys are all in the BMP sorts the same.
+
+So each function here answers only when neither difference can arise, and otherwise
+says None: the caller then takes the `rfc8785` path, whose answer (or error) stands.
+tests/unit/test_canonical_fast.py checks the agreement over random values.
+"""
+
+from __future__ import annotations
+
+import _json
+import json
+import re
+from typing import Any, NoReturn, cast
+
+from charter.core.ijson import MAX_DEPTH, MAX_SAFE_INTEGER
+from charter.core.jsontypes import JsonValue
+
+
+def _unsupported(value: object) -> NoReturn:
+    raise TypeError(f"{type(value).__name__} is not a JSON type")
+
+
+# CPython's C encoder, built once: `JSONEncoder.encode` builds it anew on every call,
+# which costs more than encoding an envelope. No cycle markers: the inputs are parsed
+# values or values `_plain` walked, and its depth limit stops a cycle.
+_chunks = _json.make_encoder(
+    None, _unsupported, _json.encode_basestring, None, ":", ",", True, False, False
+)
+
+
+def _encode(value: object) -> str:
+    return "".join(_chunks(value, 0))
+
+
+# Characters above U+FFFF (their UTF-16 order differs) and surrogates (not UTF-8).
+_NOT_BMP = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
+
+
+def fast_canonical_bytes(value: object) -> bytes | None:
+    """The JCS bytes of `value` when the fast encoder provably writes them, else None.
+
+    None for anything but the exact JSON types with string keys, for floats, integers
+    beyond ±(2**53 - 1), keys above U+FFFF and text that is not UTF-8 (lone surrogates).
+    """
+    try:
+        if not _plain(value, 0):
+            return None
+        return _encode(value).encode("utf-8")
+    except (RecursionError, UnicodeEncodeError):
+        return None
+
+
+def _plain(value: object, depth: int) -> bool:
+    # Exact types only: a subclass (IntEnum, a dict subclass) may print differently.
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
+    if depth >= MAX_DEPTH:
+        return False  # deep nesting: rfc8785 decides (and fails the same way it always has)
+    if kind is dict:
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str or (not key.isascii() and _NOT_BMP.search(key)):
+                return False
+            if not _plain(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        return all(_plain(item, depth + 1) for item in value)  # type: ignore[attr-defined]
+    return False  # float, tuple, anything else
+
+
+class _NotFast(Exception):
+    """The text holds something the fast check does not decide."""
+
+
+def _no_float(text: str) -> NoReturn:
+    raise _NotFast
+
+
+def _safe_int(text: str) -> int:
+    # At most 16 characters fit ±(2**53 - 1); checking the length first keeps int()
+    # from parsing hostile digit strings.
+    if len(text) > 17:
+        raise _NotFast
+    number = int(text)
+    if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+        raise _NotFast
+    return number
+
+
+# The C scanner called directly (json.loads builds a decoder per call); it raises
+# StopIteration where json.loads would say JSONDecodeError.
+_scan = _json.make_scanner(
+    cast(
+        Any, json.JSONDecoder(parse_float=_no_float, parse_int=_safe_int, parse_constant=_no_float)
+    )
+)
+
+
+def parse_canonical(text: str) -> JsonValue | None:
+    """The value of `text` when `text` is provably I-JSON in JCS canonical form, else None.
+
+    None does not mean "not canonical": it means "not decided here" (the caller parses
+    strictly and canonicalizes with `rfc8785`). When a value is returned, it is exactly
+    what `ijson.loads(text)` returns, and `rfc8785.dumps` of it is `text` encoded as
+    UTF-8: the text is all BMP, holds no float literal nor out-of-range integer, no
+    U+0000, at most MAX_DEPTH brackets, and re-encodes to itself (which also rules out
+    duplicate keys, whitespace, escapes JCS does not use and code point ordering).
+    """
+    if not text.isascii() and _NOT_BMP.search(text):
+        return None
+    if "\\u0000" in text or text.count("[") + text.count("{") > MAX_DEPTH:
+        return None
+    try:
+        value: JsonValue = _scan(text, 0)[0]
+        encoded = _encode(value)
+    except (_NotFast, StopIteration, ValueError, RecursionError):
+        return None
+    # Equal text also proves nothing trails the value (the scanner stops after it).
+    return value if encoded == text else None
