@@ -21,7 +21,7 @@ from __future__ import annotations
 import _json
 import json
 import re
-from typing import Any, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 from charter.core.ijson import MAX_DEPTH, MAX_SAFE_INTEGER
 from charter.core.jsontypes import JsonValue
@@ -45,6 +45,7 @@ def _encode(value: object) -> str:
 
 # Characters above U+FFFF (their UTF-16 order differs) and surrogates (not UTF-8).
 _NOT_BMP = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
+_BELOW_F0 = bytes(range(0xF0))
 
 
 def fast_canonical_bytes(value: object) -> bytes | None:
@@ -110,19 +111,31 @@ _scan = _json.make_scanner(
 )
 
 
-def parse_canonical(text: str) -> JsonValue | None:
-    """The value of `text` when `text` is provably I-JSON in JCS canonical form, else None.
+class Canonical(NamedTuple):
+    """Text proven to be I-JSON in JCS form: its value and its UTF-8 bytes (the message)."""
+
+    value: JsonValue
+    message: bytes
+
+
+def parse_canonical(text: str) -> Canonical | None:
+    """The value and bytes of `text` when it is provably I-JSON in JCS form, else None.
 
     None does not mean "not canonical": it means "not decided here" (the caller parses
-    strictly and canonicalizes with `rfc8785`). When a value is returned, it is exactly
-    what `ijson.loads(text)` returns, and `rfc8785.dumps` of it is `text` encoded as
-    UTF-8: the text is all BMP, holds no float literal nor out-of-range integer, no
-    U+0000, at most MAX_DEPTH brackets, and re-encodes to itself (which also rules out
-    duplicate keys, whitespace, escapes JCS does not use and code point ordering).
+    strictly and canonicalizes with `rfc8785`). When an answer is returned, its value is
+    exactly what `ijson.loads(text)` returns, and `rfc8785.dumps` of that value is the
+    message: the text is UTF-8 and all BMP, holds no float literal nor out-of-range
+    integer, no U+0000, at most MAX_DEPTH brackets, and re-encodes to itself (which also
+    rules out duplicate keys, whitespace, escapes JCS does not use and code point order).
     """
-    if not text.isascii() and _NOT_BMP.search(text):
+    try:
+        message = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None  # a lone surrogate
+    # In UTF-8 only characters above U+FFFF start with a byte from 0xF0 up.
+    if not message.isascii() and message.translate(None, _BELOW_F0):
         return None
-    if "\\u0000" in text or text.count("[") + text.count("{") > MAX_DEPTH:
+    if b"\\u0000" in message or message.count(b"[") + message.count(b"{") > MAX_DEPTH:
         return None
     try:
         value: JsonValue = _scan(text, 0)[0]
@@ -130,4 +143,21 @@ def parse_canonical(text: str) -> JsonValue | None:
     except (_NotFast, StopIteration, ValueError, RecursionError):
         return None
     # Equal text also proves nothing trails the value (the scanner stops after it).
-    return value if encoded == text else None
+    return Canonical(value, message) if encoded == text else None
+
+
+def encodes_to(value: JsonValue, message: bytes) -> bool:
+    """Whether JCS writes `value` as `message`, itself JCS output (an envelope's message);
+    False means "not decided here".
+
+    `value` must hold exact JSON types with string keys, as `ijson.check_value` ensures.
+    Equal output proves it. Strings, integers and literals print alike in both; a float
+    prints as `repr`, which round-trips, so it equals the message's token only if JCS
+    writes that same double so too; and the message lists each object's keys in UTF-16
+    order, so when the encoder's code point order gives the same list, JCS's does too.
+    Unequal output decides nothing (JCS writes 1.0 as 1; the encoder does not).
+    """
+    try:
+        return _encode(value).encode("utf-8") == message
+    except (ValueError, UnicodeEncodeError, RecursionError):
+        return False

@@ -55,7 +55,9 @@ class Envelope:
         _match("process", self.process, _NAME_RE, f"must match {_NAME}")
         _match("workflow", self.workflow, _PATH_RE, f"must be '/'-separated names ({_NAME})")
         _match("action", self.action, _NAME_RE, f"must match {_NAME}")
-        _check_input(self.input)
+        # Text `from_text` proved canonical was parsed as strictly as ijson.loads does:
+        # its input is I-JSON already.
+        _check_input(self.input, parsed=_canonical is not None)
         if self.prev is not None:
             _match("prev", self.prev, _HEX64_RE, "must be null or 64 lowercase hex characters")
         _match("actor", self.actor, _HEX64_RE, "must be 64 lowercase hex characters")
@@ -95,11 +97,13 @@ class Envelope:
         the strict parser and `rfc8785` decide, and `message()` is the canonical form,
         which a caller compares with the text to find a non-canonical one.
         """
-        value = parse_canonical(text)
-        if value is None:
+        canonical = parse_canonical(text)
+        if canonical is None:
             return cls.from_json(ijson.loads(text))
-        fields = _exact_keys(value, "envelope", _ENVELOPE_KEYS, optional=frozenset({"cause"}))
-        return cls(**cast("dict[str, Any]", fields), _canonical=text.encode("utf-8"))
+        fields = _exact_keys(
+            canonical.value, "envelope", _ENVELOPE_KEYS, optional=frozenset({"cause"})
+        )
+        return cls(**cast("dict[str, Any]", fields), _canonical=canonical.message)
 
     def at_datetime(self) -> datetime:
         """`at` as an aware UTC datetime."""
@@ -227,9 +231,11 @@ def _match(field: str, value: object, pattern: re.Pattern[str], problem: str) ->
         raise _bad(field, problem)
 
 
-def _check_input(value: object) -> None:
+def _check_input(value: object, *, parsed: bool) -> None:
     if not isinstance(value, dict):
         raise _bad("input", "must be a JSON object")
+    if parsed:
+        return
     try:
         ijson.check_value(value)
     except Malformed as exc:
