@@ -11,7 +11,7 @@ after the other on the same machine state:
 
 Each side's figure is events per second (wall clock); the ratio is Charter's rate as a
 percentage of raw's in the same run, so higher favours Charter and 100 % would mean the
-checks and reads around the signature cost nothing. Printed: median and min–max over
+checks and reads around the signature cost nothing. Printed: median and min-max over
 the runs.
 
 Run: python bench/verification.py [--events 2000] [--runs 5] [--quick]
@@ -119,7 +119,7 @@ def timed(operation: Callable[[], object]) -> float:
 def spread(values: Sequence[float], unit: str = "") -> str:
     if len(values) == 1:
         return f"{values[0]:,.0f}{unit}"
-    return f"{statistics.median(values):,.0f}{unit} ({min(values):,.0f}–{max(values):,.0f})"
+    return f"{statistics.median(values):,.0f}{unit} ({min(values):,.0f}-{max(values):,.0f})"
 
 
 def main() -> None:
@@ -137,11 +137,13 @@ def main() -> None:
 
         def from_database() -> None:
             report = verify_process(database, PROCESS)
-            assert report.ok and report.events == events, report.to_json()
+            assert report.ok, report.to_json()
+            assert report.events == events
 
         def from_bundle() -> None:
             report = verify_bundle(ijson.loads(bundle_file), replay=False)
-            assert report.ok and report.events == events, report.to_json()
+            assert report.ok, report.to_json()
+            assert report.events == events
 
         sides: dict[str, Callable[[], None]] = {
             "raw Ed25519 verify (cryptography)": raw,
@@ -159,11 +161,12 @@ def main() -> None:
     table = []
     for name, values in rates.items():
         ratios = [100 * value / floor for value, floor in zip(values, raw_rates, strict=True)]
+        shown = "" if values is raw_rates else spread(ratios, " %")
         table.append(
             {
                 "what": name,
-                "events/s, median (min–max)": spread(values),
-                "% of raw, median (min–max)": spread(ratios, " %") if values is not raw_rates else "",
+                "events/s, median (min-max)": spread(values),
+                "% of raw, median (min-max)": shown,
             }
         )
     print_results(

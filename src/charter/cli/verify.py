@@ -1,6 +1,8 @@
 """`charter verify` and `charter export`: check hash chains, and export them for audit.
 
-`verify ID` checks one stored process, `verify --all` every one, `verify --bundle FILE`
+`verify ID` checks one stored process, `verify --all` every one (in `--jobs` worker
+processes, one per CPU by default; the output is the same whatever their number),
+`verify --bundle FILE`
 an export file offline: that mode never touches a database (nor starts the embedded
 one), so an auditor can run it anywhere. A bundle is replayed unless `--no-replay` says
 otherwise (its state and data are not signed: only replay checks them), and its
@@ -30,6 +32,7 @@ from charter.db.database import Database
 from charter.db.embedded import database_url
 from charter.engine.evidence import Problem, VerificationReport
 from charter.engine.verification import export_bundle, process_ids, verify_bundle, verify_process
+from charter.engine.verification_pool import default_jobs, verify_processes
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -71,6 +74,18 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            metavar="N",
+            help="With --all: verify in N worker processes (default: one per CPU; "
+            "1 verifies in this process). The output is the same for any N.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Verify hashes, signatures, seq, links, spawn causes, automation provenance and heads;
@@ -84,11 +99,14 @@ def verify(
         raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, as_json=as_json))
     if automation_keys:
         raise typer.BadParameter("--automation-key applies only to --bundle FILE")
+    if jobs is not None and not all_processes:
+        raise typer.BadParameter("--jobs applies only to --all")
     with database_url(Settings.from_env()) as url, Database(url, max_size=2) as database:
         if process_id is not None:
             report = verify_process(database, process_id, replay=bool(replay))
             raise typer.Exit(_show(process_id, report, as_json=as_json))
-        raise typer.Exit(_verify_all(database, replay=bool(replay), as_json=as_json))
+        workers = default_jobs() if jobs is None else jobs
+        raise typer.Exit(_verify_all(database, replay=bool(replay), as_json=as_json, jobs=workers))
 
 
 def export(
@@ -172,7 +190,7 @@ def _show(
     return status
 
 
-def _verify_all(database: Database, *, replay: bool, as_json: bool) -> int:
+def _verify_all(database: Database, *, replay: bool, as_json: bool, jobs: int) -> int:
     ids = process_ids(database)
     failed: list[tuple[str, VerificationReport]] = []
     events = 0
@@ -187,8 +205,8 @@ def _verify_all(database: Database, *, replay: bool, as_json: bool) -> int:
     )
     with progress:
         task = progress.add_task("verify", total=len(ids))
-        for process_id in ids:
-            report = verify_process(database, process_id, replay=replay)
+        reports = verify_processes(database, ids, replay=replay, jobs=jobs)
+        for process_id, report in zip(ids, reports, strict=True):
             events += report.events
             if not report.ok:
                 failed.append((process_id, report))
