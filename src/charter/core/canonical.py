@@ -24,6 +24,11 @@ def canonical_bytes(value: JsonValue) -> bytes:
         return rfc8785.dumps(value)
     except rfc8785.CanonicalizationError as exc:
         raise Malformed(f"cannot canonicalize: {exc}") from None
+    except UnicodeEncodeError:
+        # rfc8785 sorts keys by their UTF-16 bytes, which a lone surrogate does not have.
+        raise Malformed(
+            "cannot canonicalize: an object key contains non-UTF-8 codepoints"
+        ) from None
     except RecursionError:
         raise Malformed("cannot canonicalize: nesting too deep") from None
 

@@ -124,17 +124,17 @@ def parse_canonical(text: str) -> Canonical | None:
     None does not mean "not canonical": it means "not decided here" (the caller parses
     strictly and canonicalizes with `rfc8785`). When an answer is returned, its value is
     exactly what `ijson.loads(text)` returns, and `rfc8785.dumps` of that value is the
-    message: the text is UTF-8 and all BMP, holds no float literal nor out-of-range
-    integer, no U+0000, at most MAX_DEPTH brackets, and re-encodes to itself (which also
-    rules out duplicate keys, whitespace, escapes JCS does not use and code point order).
+    message: the text is UTF-8, its keys are all BMP, it holds no float literal nor
+    out-of-range integer, no U+0000, at most MAX_DEPTH brackets, and re-encodes to itself
+    (which also rules out duplicate keys, whitespace, escapes JCS does not use and code
+    point order).
     """
     try:
         message = text.encode("utf-8")
     except UnicodeEncodeError:
         return None  # a lone surrogate
     # In UTF-8 only characters above U+FFFF start with a byte from 0xF0 up.
-    if not message.isascii() and message.translate(None, _BELOW_F0):
-        return None
+    astral = not message.isascii() and bool(message.translate(None, _BELOW_F0))
     if b"\\u0000" in message or message.count(b"[") + message.count(b"{") > MAX_DEPTH:
         return None
     try:
@@ -143,7 +143,21 @@ def parse_canonical(text: str) -> Canonical | None:
     except (_NotFast, StopIteration, ValueError, RecursionError):
         return None
     # Equal text also proves nothing trails the value (the scanner stops after it).
-    return Canonical(value, message) if encoded == text else None
+    if encoded != text or (astral and not _bmp_keys(value)):
+        return None
+    return Canonical(value, message)
+
+
+def _bmp_keys(value: JsonValue) -> bool:
+    # Only keys are sorted, so characters above U+FFFF elsewhere change nothing.
+    if type(value) is dict:
+        return all(
+            (key.isascii() or not _NOT_BMP.search(key)) and _bmp_keys(item)
+            for key, item in value.items()
+        )
+    if type(value) is list:
+        return all(_bmp_keys(item) for item in value)
+    return True
 
 
 def encodes_to(value: JsonValue, message: bytes) -> bool:
