@@ -29,6 +29,7 @@ _HEX64_RE = re.compile(r"[0-9a-f]{64}")
 _SIGNATURE_RE = re.compile(r"[0-9a-f]{128}")
 
 _ENVELOPE_KEYS = frozenset({"v", "process", "workflow", "action", "input", "prev", "actor", "at"})
+_OPTIONAL_ENVELOPE_KEYS = frozenset({"cause"})
 _SUBMISSION_KEYS = frozenset({"envelope", "signature"})
 
 
@@ -100,10 +101,11 @@ class Envelope:
         canonical = parse_canonical(text)
         if canonical is None:
             return cls.from_json(ijson.loads(text))
-        fields = _exact_keys(
-            canonical.value, "envelope", _ENVELOPE_KEYS, optional=frozenset({"cause"})
+        # The values are still JsonValue; __post_init__ checks each one's type.
+        fields: dict[str, Any] = _exact_keys(
+            canonical.value, "envelope", _ENVELOPE_KEYS, optional=_OPTIONAL_ENVELOPE_KEYS
         )
-        return cls(**cast("dict[str, Any]", fields), _canonical=canonical.message)
+        return cls(**fields, _canonical=canonical.message)
 
     def at_datetime(self) -> datetime:
         """`at` as an aware UTC datetime."""
