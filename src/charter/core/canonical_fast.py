@@ -70,7 +70,7 @@ def _plain(value: object, depth: int) -> bool:
     if kind is int:
         return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
     if depth >= MAX_DEPTH:
-        return False  # deep nesting: rfc8785 decides (and fails the same way it always has)
+        return False  # deep nesting: rfc8785 decides, as it always has
     if kind is dict:
         for key, item in value.items():  # type: ignore[attr-defined]
             if type(key) is not str or (not key.isascii() and _NOT_BMP.search(key)):
@@ -92,8 +92,8 @@ def _no_float(text: str) -> NoReturn:
 
 
 def _safe_int(text: str) -> int:
-    # At most 16 characters fit ±(2**53 - 1); checking the length first keeps int()
-    # from parsing hostile digit strings.
+    # ±(2**53 - 1) fits in 17 characters (a sign and 16 digits); checking the length
+    # first keeps int() from parsing hostile digit strings.
     if len(text) > 17:
         raise _NotFast
     number = int(text)
@@ -102,8 +102,9 @@ def _safe_int(text: str) -> int:
     return number
 
 
-# The C scanner called directly (json.loads builds a decoder per call); it raises
-# StopIteration where json.loads would say JSONDecodeError.
+# The C scanner called directly (json.loads with hooks builds a decoder per call); it
+# raises StopIteration where json.loads would say JSONDecodeError. Sharing it between
+# threads is as safe as json.loads sharing its default decoder.
 _scan = _json.make_scanner(
     cast(
         Any, json.JSONDecoder(parse_float=_no_float, parse_int=_safe_int, parse_constant=_no_float)
