@@ -425,6 +425,7 @@ def test_verify_processes_keeps_the_order_given(world: World) -> None:
 def test_cli_jobs_needs_all_and_is_documented() -> None:
     runner = CliRunner()
     assert runner.invoke(_cli(), ["verify", "x", "--jobs", "2"]).exit_code == 2
+    assert runner.invoke(_cli(), ["verify", "--bundle", "b.json", "--jobs", "2"]).exit_code == 2
     assert runner.invoke(_cli(), ["verify", "--all", "--jobs", "0"]).exit_code == 2
     help_text = runner.invoke(_cli(), ["verify", "--help"]).stdout
     assert "--jobs" in help_text

@@ -1,14 +1,13 @@
 """`charter verify` and `charter export`: check hash chains, and export them for audit.
 
 `verify ID` checks one stored process, `verify --all` every one (in `--jobs` worker
-processes, one per CPU by default; the output is the same whatever their number),
-`verify --bundle FILE`
-an export file offline: that mode never touches a database (nor starts the embedded
-one), so an auditor can run it anywhere. A bundle is replayed unless `--no-replay` says
-otherwise (its state and data are not signed: only replay checks them), and its
-automated events are checked against the automation keys the auditor pins with
-`--automation-key`, or else the ones the bundle lists (and the output says so).
-Exit 0 when everything verifies, 1 otherwise.
+processes, one per CPU by default; the output is the same whatever their number), and
+`verify --bundle FILE` an export file offline: that mode never touches a database (nor
+starts the embedded one), so an auditor can run it anywhere. A bundle is replayed
+unless `--no-replay` says otherwise (its state and data are not signed: only replay
+checks them), and its automated events are checked against the automation keys the
+auditor pins with `--automation-key`, or else the ones the bundle lists (and the output
+says so). Exit 0 when everything verifies, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -93,14 +92,14 @@ def verify(
     chosen = sum([process_id is not None, all_processes, bundle is not None])
     if chosen != 1:
         raise typer.BadParameter("give exactly one of: a process id, --all, --bundle FILE")
+    if jobs is not None and not all_processes:
+        raise typer.BadParameter("--jobs applies only to --all")
     if bundle is not None:
         pinned = _pinned_keys(automation_keys) if automation_keys else None
         replay_bundle = True if replay is None else replay
         raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, as_json=as_json))
     if automation_keys:
         raise typer.BadParameter("--automation-key applies only to --bundle FILE")
-    if jobs is not None and not all_processes:
-        raise typer.BadParameter("--jobs applies only to --all")
     with database_url(Settings.from_env()) as url, Database(url, max_size=2) as database:
         if process_id is not None:
             report = verify_process(database, process_id, replay=bool(replay))
