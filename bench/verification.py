@@ -126,9 +126,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="300 events, 3 runs (< 1 min)")
+    parser.add_argument("--quick", action="store_true", help="500 events, 5 runs (< 1 min)")
     args = parser.parse_args()
-    events, runs = (300, 3) if args.quick else (args.events, max(3, args.runs))
+    events, runs = (500, 5) if args.quick else (args.events, max(3, args.runs))
     with scratch_database("verification") as url, Database(url, max_size=2) as database:
         write_process(database, events)
         rows = load_evidence(database, PROCESS).events
