@@ -55,7 +55,7 @@ pytest: $(STAMP)
 
 ## bench: every capability's benchmark, printing its figures (needs the local PostgreSQL)
 bench: $(STAMP)
-	for script in signing dsl engine ingest notify automation runs_admission runs; do \
+	for script in signing verification dsl engine ingest notify automation runs_admission runs tlog_core; do \
 		$(BIN)/python bench/$$script.py || exit 1; done
 
 clean:

@@ -27,6 +27,7 @@ from charter.db.database import Database, Role, connect
 from charter.engine.evidence import CODES, VerificationReport
 from charter.engine.store import Store
 from charter.engine.verification import export_bundle, verify_bundle, verify_process
+from charter.engine.verification_pool import verify_processes
 from tests.integration.world import World, new_process_id
 from tests.unit.chains import DEFINITIONS, PARENT_PATH
 
@@ -386,6 +387,49 @@ def test_cli_verify_all_summarizes_and_lists_failures(world: World) -> None:
     assert bad in result.stdout
     assert f"{summary['processes']} process(es)" in result.stdout
     assert "verifying" in result.stderr  # the progress bar
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_cli_verify_all_in_worker_processes_prints_what_one_process_prints(world: World) -> None:
+    edited, _, _ = _family(world)
+    broken, child, _ = _family(world)
+    _tamper(world.database, "UPDATE charter.processes SET seq = 2 WHERE id = %s", broken)
+    _tamper(
+        world.database,
+        "UPDATE charter.processes SET head_hash = repeat('d', 64) WHERE id = %s",
+        child,
+    )
+    # Only replay finds this one.
+    _tamper(
+        world.database, "UPDATE charter.processes SET data = data - 'notes' WHERE id = %s", edited
+    )
+    runner = CliRunner()
+    for extra in (["--json"], [], ["--replay", "--json"]):
+        alone = runner.invoke(_cli(), ["verify", "--all", "--jobs", "1", *extra])
+        pooled = runner.invoke(_cli(), ["verify", "--all", "--jobs", "3", *extra])
+        assert alone.exit_code == pooled.exit_code == 1, pooled.output
+        assert pooled.stdout == alone.stdout
+    failed = [entry["process"] for entry in json.loads(pooled.stdout)["failed"]]
+    assert {broken, child, edited} <= set(failed)
+
+
+def test_verify_processes_keeps_the_order_given(world: World) -> None:
+    ids = [pid for family in (_family(world), _family(world)) for pid in family]
+    _tamper(world.database, "UPDATE charter.processes SET seq = 9 WHERE id = %s", ids[4])
+    in_order = list(reversed(ids))
+    pooled = list(verify_processes(world.database, in_order, jobs=2))
+    assert pooled == [verify_process(world.database, pid) for pid in in_order]
+    assert [report.ok for report in pooled] == [True, False, True, True, True, True]
+
+
+def test_cli_jobs_needs_all_and_is_documented() -> None:
+    runner = CliRunner()
+    assert runner.invoke(_cli(), ["verify", "x", "--jobs", "2"]).exit_code == 2
+    assert runner.invoke(_cli(), ["verify", "--bundle", "b.json", "--jobs", "2"]).exit_code == 2
+    assert runner.invoke(_cli(), ["verify", "--all", "--jobs", "0"]).exit_code == 2
+    help_text = runner.invoke(_cli(), ["verify", "--help"]).stdout
+    assert "--jobs" in help_text
+    assert "worker processes" in help_text
 
 
 def test_cli_usage_needs_exactly_one_subject() -> None:

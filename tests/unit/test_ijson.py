@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -108,6 +109,22 @@ def test_loads_accepts(data: bytes, expected: JsonValue) -> None:
         assert type(value) is type(expected)
     else:
         assert isinstance(value, list)
+
+
+@pytest.mark.parametrize("levels", [127, 128, 129, 300])
+def test_a_wide_document_is_checked_for_depth_like_a_narrow_one(levels: int) -> None:
+    # Hundreds of shallow siblings put the bracket count over the limit, so the depth-only
+    # pass runs; it must refuse exactly where the full walk does, with its message.
+    nested = "[" * (levels - 1) + "]" * (levels - 1)
+    wide = '{"rows":[' + ",".join(['{"a":[1]}'] * 300) + "]," + '"deep":' + nested + "}"
+    if levels <= ijson.MAX_DEPTH:
+        assert ijson.check_value(ijson.loads(wide)) == json.loads(wide)
+    else:
+        with pytest.raises(Malformed) as caught:
+            ijson.loads(wide)
+        assert caught.value.message.startswith(
+            "not I-JSON: nesting deeper than 128 levels at /deep/"
+        )
 
 
 def test_loads_takes_only_bytes_or_str() -> None:

@@ -1,12 +1,13 @@
 """`charter verify` and `charter export`: check hash chains, and export them for audit.
 
-`verify ID` checks one stored process, `verify --all` every one, `verify --bundle FILE`
-an export file offline: that mode never touches a database (nor starts the embedded
-one), so an auditor can run it anywhere. A bundle is replayed unless `--no-replay` says
-otherwise (its state and data are not signed: only replay checks them), and its
-automated events are checked against the automation keys the auditor pins with
-`--automation-key`, or else the ones the bundle lists (and the output says so).
-Exit 0 when everything verifies, 1 otherwise.
+`verify ID` checks one stored process, `verify --all` every one (in `--jobs` worker
+processes, one per CPU by default; the output is the same whatever their number), and
+`verify --bundle FILE` an export file offline: that mode never touches a database (nor
+starts the embedded one), so an auditor can run it anywhere. A bundle is replayed
+unless `--no-replay` says otherwise (its state and data are not signed: only replay
+checks them), and its automated events are checked against the automation keys the
+auditor pins with `--automation-key`, or else the ones the bundle lists (and the output
+says so). Exit 0 when everything verifies, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from charter.db.database import Database
 from charter.db.embedded import database_url
 from charter.engine.evidence import Problem, VerificationReport
 from charter.engine.verification import export_bundle, process_ids, verify_bundle, verify_process
+from charter.engine.verification_pool import default_jobs, verify_processes
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -71,6 +73,18 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            metavar="N",
+            help="With --all: verify in N worker processes (default: one per CPU; "
+            "1 verifies in this process). The output is the same for any N.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Verify hashes, signatures, seq, links, spawn causes, automation provenance and heads;
@@ -78,6 +92,8 @@ def verify(
     chosen = sum([process_id is not None, all_processes, bundle is not None])
     if chosen != 1:
         raise typer.BadParameter("give exactly one of: a process id, --all, --bundle FILE")
+    if jobs is not None and not all_processes:
+        raise typer.BadParameter("--jobs applies only to --all")
     if bundle is not None:
         pinned = _pinned_keys(automation_keys) if automation_keys else None
         replay_bundle = True if replay is None else replay
@@ -88,7 +104,8 @@ def verify(
         if process_id is not None:
             report = verify_process(database, process_id, replay=bool(replay))
             raise typer.Exit(_show(process_id, report, as_json=as_json))
-        raise typer.Exit(_verify_all(database, replay=bool(replay), as_json=as_json))
+        workers = default_jobs() if jobs is None else jobs
+        raise typer.Exit(_verify_all(database, replay=bool(replay), as_json=as_json, jobs=workers))
 
 
 def export(
@@ -172,7 +189,7 @@ def _show(
     return status
 
 
-def _verify_all(database: Database, *, replay: bool, as_json: bool) -> int:
+def _verify_all(database: Database, *, replay: bool, as_json: bool, jobs: int) -> int:
     ids = process_ids(database)
     failed: list[tuple[str, VerificationReport]] = []
     events = 0
@@ -187,8 +204,8 @@ def _verify_all(database: Database, *, replay: bool, as_json: bool) -> int:
     )
     with progress:
         task = progress.add_task("verify", total=len(ids))
-        for process_id in ids:
-            report = verify_process(database, process_id, replay=replay)
+        reports = verify_processes(database, ids, replay=replay, jobs=jobs)
+        for process_id, report in zip(ids, reports, strict=True):
             events += report.events
             if not report.ok:
                 failed.append((process_id, report))

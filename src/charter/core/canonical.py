@@ -1,4 +1,8 @@
-"""RFC 8785 (JCS) canonical bytes and the SHA-256 hashes taken over them."""
+"""RFC 8785 (JCS) canonical bytes and the SHA-256 hashes taken over them.
+
+The common case (no floats, BMP keys) is written by the C JSON encoder (canonical_fast);
+everything else, and every error, comes from the `rfc8785` package.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,25 @@ import hashlib
 
 import rfc8785
 
+from charter.core.canonical_fast import fast_canonical_bytes
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonValue
 
 
 def canonical_bytes(value: JsonValue) -> bytes:
     """The JCS canonical UTF-8 bytes of `value`; a value JCS cannot encode is `Malformed`."""
+    fast = fast_canonical_bytes(value)
+    if fast is not None:
+        return fast
     try:
         return rfc8785.dumps(value)
     except rfc8785.CanonicalizationError as exc:
         raise Malformed(f"cannot canonicalize: {exc}") from None
+    except UnicodeEncodeError:
+        # rfc8785 sorts keys by their UTF-16 bytes, which a lone surrogate does not have.
+        raise Malformed(
+            "cannot canonicalize: an object key contains non-UTF-8 codepoints"
+        ) from None
     except RecursionError:
         raise Malformed("cannot canonicalize: nesting too deep") from None
 

@@ -8,12 +8,13 @@ message and `field` context name the field.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 from charter.core import ijson
 from charter.core.canonical import canonical_bytes, sha256_hex
+from charter.core.canonical_fast import parse_canonical
 from charter.core.ed25519 import SecretKey, verify
 from charter.core.errors import BadSignature, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -28,6 +29,7 @@ _HEX64_RE = re.compile(r"[0-9a-f]{64}")
 _SIGNATURE_RE = re.compile(r"[0-9a-f]{128}")
 
 _ENVELOPE_KEYS = frozenset({"v", "process", "workflow", "action", "input", "prev", "actor", "at"})
+_OPTIONAL_ENVELOPE_KEYS = frozenset({"cause"})
 _SUBMISSION_KEYS = frozenset({"envelope", "signature"})
 
 
@@ -44,15 +46,19 @@ class Envelope:
     actor: str
     at: str
     cause: str | None = None  # only on the unsigned genesis of a spawned process
+    # Private to `from_text`: bytes it proved to be the canonical form of these fields.
+    _canonical: InitVar[bytes | None] = None
     _message: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, _canonical: bytes | None) -> None:
         if type(self.v) is not int or self.v != 1:
             raise _bad("v", "must be the integer 1")
         _match("process", self.process, _NAME_RE, f"must match {_NAME}")
         _match("workflow", self.workflow, _PATH_RE, f"must be '/'-separated names ({_NAME})")
         _match("action", self.action, _NAME_RE, f"must match {_NAME}")
-        _check_input(self.input)
+        # Text `from_text` proved canonical was parsed as strictly as ijson.loads does:
+        # its input is I-JSON already.
+        _check_input(self.input, parsed=_canonical is not None)
         if self.prev is not None:
             _match("prev", self.prev, _HEX64_RE, "must be null or 64 lowercase hex characters")
         _match("actor", self.actor, _HEX64_RE, "must be 64 lowercase hex characters")
@@ -62,7 +68,7 @@ class Envelope:
             if self.prev is not None:
                 raise _bad("cause", "is only allowed on a spawn genesis, whose prev is null")
         # Canonicalized once: every envelope is hashed or verified, often both.
-        message = canonical_bytes(self.to_json())
+        message = canonical_bytes(self.to_json()) if _canonical is None else _canonical
         object.__setattr__(self, "_message", message)
         # JCS writes each member's value as is, so swapping `input` for {} (2 bytes) shrinks
         # the message by exactly the canonical size of `input` minus 2. `input` is never
@@ -82,6 +88,24 @@ class Envelope:
         fields = _exact_keys(value, "envelope", _ENVELOPE_KEYS, optional=frozenset({"cause"}))
         # The values are still JsonValue; __post_init__ checks each one's type.
         return cls(**cast("dict[str, Any]", fields))
+
+    @classmethod
+    def from_text(cls, text: str) -> Envelope:
+        """Parse and validate envelope text (strict I-JSON), parsing it once.
+
+        When the text is provably its own canonical form (the common case a verifier
+        meets), its bytes become `message()` as they are, with no re-encoding; otherwise
+        the strict parser and `rfc8785` decide, and `message()` is the canonical form,
+        which a caller compares with the text to find a non-canonical one.
+        """
+        canonical = parse_canonical(text)
+        if canonical is None:
+            return cls.from_json(ijson.loads(text))
+        # The values are still JsonValue; __post_init__ checks each one's type.
+        fields: dict[str, Any] = _exact_keys(
+            canonical.value, "envelope", _ENVELOPE_KEYS, optional=_OPTIONAL_ENVELOPE_KEYS
+        )
+        return cls(**fields, _canonical=canonical.message)
 
     def at_datetime(self) -> datetime:
         """`at` as an aware UTC datetime."""
@@ -209,9 +233,11 @@ def _match(field: str, value: object, pattern: re.Pattern[str], problem: str) ->
         raise _bad(field, problem)
 
 
-def _check_input(value: object) -> None:
+def _check_input(value: object, *, parsed: bool) -> None:
     if not isinstance(value, dict):
         raise _bad("input", "must be a JSON object")
+    if parsed:
+        return
     try:
         ijson.check_value(value)
     except Malformed as exc:

@@ -65,10 +65,29 @@ def loads(data: bytes | str) -> JsonValue:
     except RecursionError:
         raise Malformed(f"invalid JSON: nesting deeper than {MAX_DEPTH} levels") from None
     # The hooks checked numbers and keys; walk the value only when a refused character
-    # or deep nesting is possible at all (C-speed scans rule them out for typical bodies).
-    if text.count("[") + text.count("{") > MAX_DEPTH or _may_hold_refused(data, text):
+    # or deep nesting is possible at all (C-speed scans rule them out for typical bodies;
+    # a large document with many brackets gets the cheaper depth-only pass first).
+    if _may_hold_refused(data, text) or (
+        text.count("[") + text.count("{") > MAX_DEPTH and _too_deep(value)
+    ):
         _check_or_raise(value)
     return value
+
+
+def _too_deep(value: JsonValue) -> bool:
+    """Whether a container sits MAX_DEPTH levels down (the walk refuses it), level by level."""
+    level = [value]
+    for _ in range(MAX_DEPTH):
+        below: list[JsonValue] = []
+        for item in level:
+            if type(item) is dict:
+                below.extend(item.values())
+            elif type(item) is list:
+                below.extend(item)
+        level = [item for item in below if type(item) is dict or type(item) is list]
+        if not level:
+            return False
+    return True
 
 
 def _may_hold_refused(data: bytes | str, text: str) -> bool:

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from charter.core import ijson
 from charter.core.envelope import Envelope
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.engine.records import ProcessView
@@ -147,7 +146,7 @@ def _problem_order(problem: Problem) -> tuple[Any, ...]:
 
 def parse_envelope(text: str) -> Envelope:
     """The envelope in `text` (strict I-JSON, every v1 rule), or Malformed."""
-    return Envelope.from_json(ijson.loads(text))
+    return Envelope.from_text(text)
 
 
 def short(digest: str | None) -> str:
