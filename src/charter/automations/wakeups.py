@@ -63,7 +63,8 @@ class RunWakeups:
         self.recheck = recheck  # seconds between re-checks of a waiting claim
         self.max_backoff = max_backoff
         self.connected = asyncio.Event()  # the LISTEN is in place (tests wait for it)
-        self.hints_received = 0
+        self.hints_received = 0  # counters: what tests observe instead of timing
+        self.waiters_woken = 0
         self._waiters: dict[Key, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -115,6 +116,7 @@ class RunWakeups:
         for waiters in groups:
             for event in waiters:
                 event.set()
+                self.waiters_woken += 1
 
     async def _listen(self) -> None:
         """Listen until cancelled; on connection loss reconnect with backoff."""
