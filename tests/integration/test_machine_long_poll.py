@@ -478,3 +478,39 @@ async def test_a_run_handed_to_a_stopping_executor_is_released_at_once(
     row = run_row(harness.database, second.id)
     assert (row["status"], row["attempts"], row["lease_owner"]) == ("pending", 1, None)
     assert journal(harness.database, second.id) == {}  # no step of it started
+
+
+async def test_a_machine_with_slots_executes_runs_side_by_side_each_once(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    target = new_target()
+    machine = register(harness, target)
+    automation_id = create_automation(harness.database, target=target)
+    runs = [admit(harness.database, automation_id, harness) for _ in range(6)]
+    in_flight = 0
+    side_by_side = asyncio.Event()
+
+    async def echo(call: ActionCall) -> JsonValue:
+        # The first calls wait until three run at once: one slot alone would never get there.
+        nonlocal in_flight
+        in_flight += 1
+        if in_flight >= 3:
+            side_by_side.set()
+        await asyncio.wait_for(side_by_side.wait(), timeout=30)
+        in_flight -= 1
+        return call.payload
+
+    runner = RunExecutor(
+        machine.client(http),
+        ActionRegistry({"test.echo": echo}),
+        ExecutorOptions(now=harness.clock.now),
+    )
+    stop = asyncio.Event()
+    running = asyncio.create_task(runner.run(stop, slots=3, poll=0.05))
+    await until(
+        lambda: all(run_row(harness.database, r.id)["status"] == "completed" for r in runs),
+        "every run completed",
+    )
+    stop.set()
+    assert await running == 6
+    assert [run_row(harness.database, r.id)["attempts"] for r in runs] == [1] * 6

@@ -343,11 +343,10 @@ def complete_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSO
     with as_machine(context, proof) as (conn, machine):
         now = context.engine.clock.now_or_none()
         token = text(request, "token")
-        if "step" in request:
-            leases.complete_step(
-                conn, run_id, text(request, "step"), machine, token, request["output"], now=now
-            )
-        run = leases.complete_run(conn, run_id, machine, token, request["output"], now=now)
+        step = text(request, "step") if "step" in request else None
+        run = leases.complete_run(
+            conn, run_id, machine, token, request["output"], step=step, now=now
+        )
         answer: JsonObject = {"run": run.to_json()}
         if claim_next is not None:
             claimed = leases.claim_run(conn, machine, lease_seconds=claim_next, now=now)

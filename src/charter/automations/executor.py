@@ -192,16 +192,36 @@ class RunExecutor:
         once: bool = False,
         poll: float = 1.0,
         max_poll: float = 10.0,
+        slots: int = 1,
     ) -> int:
         """Claim and execute runs until `stop` is set (or, with `once`, after one claim
         attempt). Returns how many runs were executed. Deterministic refusals of the
         claim itself (an unregistered or disabled machine) are raised.
 
+        `slots` runs are executed at a time, each under its own lease, by as many claim
+        loops (the machine's concurrency; one run's steps stay strictly in order). With
+        `once`, one slot claims once.
         An idle machine waits inside its claim (the service's long poll answers when a
         run is admitted), so there is no sleep between claims; a completed run's last
         request claims the next one. Empty claims are kept `poll` seconds apart all the
         same (a service that does not wait answers at once), and after a failed claim
         the pause doubles up to `max_poll`."""
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        if once or slots == 1:
+            return await self._slot(stop, once=once, poll=poll, max_poll=max_poll)
+        loops = [
+            asyncio.ensure_future(self._slot(stop, once=False, poll=poll, max_poll=max_poll))
+            for _ in range(slots)
+        ]
+        try:
+            return sum(await asyncio.gather(*loops))
+        finally:
+            for loop in loops:
+                loop.cancel()  # one slot raised: stop the others too
+
+    async def _slot(self, stop: asyncio.Event, *, once: bool, poll: float, max_poll: float) -> int:
+        """One claim loop: claim, execute, repeat (see `run`)."""
         executed = 0
         idle = poll
         loop = asyncio.get_running_loop()

@@ -138,6 +138,9 @@ def run(
             "up to 10 s.",
         ),
     ] = 1.0,
+    slots: Annotated[
+        int, typer.Option(min=1, max=64, help="Runs executed at a time, each under its lease.")
+    ] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every run.")] = False,
 ) -> None:
     """Claim runs for this machine's target and execute their plans until SIGTERM/Ctrl-C.
@@ -155,7 +158,16 @@ def run(
     key = read_secret_key_file(key_path(settings, chosen))
     options = ExecutorOptions(heartbeat=heartbeat, max_attempts=max_attempts)
     executed = asyncio.run(
-        _run(settings, key, options, lease_seconds=lease_seconds, once=once, wait=wait, poll=poll)
+        _run(
+            settings,
+            key,
+            options,
+            lease_seconds=lease_seconds,
+            once=once,
+            wait=wait,
+            poll=poll,
+            slots=slots,
+        )
     )
     typer.echo(f"machine {chosen} stopped; executed {executed} run(s)", err=True)
 
@@ -169,6 +181,7 @@ async def _run(
     once: bool,
     wait: float,
     poll: float,
+    slots: int,
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -176,7 +189,7 @@ async def _run(
         loop.add_signal_handler(signum, stop.set)
     async with MachineClient(settings.api_url, key, lease_seconds=lease_seconds, wait=wait) as api:
         executor = RunExecutor(api, default_registry(settings), options)
-        return await executor.run(stop, once=once, poll=poll, max_poll=max(poll, 10.0))
+        return await executor.run(stop, once=once, poll=poll, max_poll=max(poll, 10.0), slots=slots)
 
 
 def _machine_id(settings: Settings, machine_id: str | None) -> str:
