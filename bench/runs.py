@@ -1,6 +1,7 @@
 """Machines without polling: (a) runs/s of one machine executing 3-step runs from a
-backlog and (b) the latency from webhook admission to the first step's start while the
-machine is idle, long-polling (and, for comparison, polling every 20 ms as before).
+backlog (one run at a time, and `--slots` at a time) and (b) the latency from webhook
+admission to the first step's start while the machine is idle, long-polling (and, for
+comparison, polling every 20 ms as before).
 
 The API runs in its own process (uvicorn, one LISTEN connection for waiting claims);
 the machine runs in this one: a RunExecutor with a MachineClient (a fresh DPoP proof per
@@ -16,7 +17,8 @@ start minus the run's admission, both by the database clock (each its transactio
 start). Each measure is taken `--repeats` times, interleaved, and printed as the median
 with the lowest and highest. Lower latency and more runs/s are better.
 
-Run: python bench/runs.py [--repeats 5] [--backlog 1000] [--webhooks 200] | --quick
+Run: python bench/runs.py [--repeats 5] [--backlog 1000] [--webhooks 200] [--slots 8]
+     python bench/runs.py --quick   (3 repeats of a backlog of 40 and 15 webhooks)
 Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server at
 127.0.0.1:5432); the benchmark creates and drops its own database.
 """
@@ -162,7 +164,7 @@ class Machine:
         await self.client.aclose()
 
 
-def start_machine(api: str, token: str, target: str, *, wait: float) -> Machine:
+def start_machine(api: str, token: str, target: str, *, wait: float, slots: int = 1) -> Machine:
     key = SecretKey.generate()
     register_machine(api, token, key, target=target)
     client = CountingClient(api, key, wait=wait)
@@ -170,12 +172,12 @@ def start_machine(api: str, token: str, target: str, *, wait: float) -> Machine:
         client, ActionRegistry({"test.echo": echo}), ExecutorOptions(heartbeat=10.0)
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(executor.run(stop, poll=POLL, max_poll=1.0))
+    task = asyncio.create_task(executor.run(stop, poll=POLL, max_poll=1.0, slots=slots))
     return Machine(client, stop, task)
 
 
-async def throughput(url: str, api: str, token: str, backlog: int) -> dict[str, float]:
-    """(a) One machine works off a backlog of 3-step runs."""
+async def throughput(url: str, api: str, token: str, backlog: int, slots: int) -> dict[str, float]:
+    """(a) One machine works off a backlog of 3-step runs, `slots` runs at a time."""
     target = f"tp-{secrets.token_hex(4)}"
     automation_id = setup_automation(url, target, webhook=False)
     with connect(url) as conn:
@@ -184,7 +186,7 @@ async def throughput(url: str, api: str, token: str, backlog: int) -> dict[str, 
             admit_run(conn, automation_id=automation_id, trigger_kind="manual")
         conn.commit()
     started = time.perf_counter()
-    machine = start_machine(api, token, target, wait=LONG_POLL)
+    machine = start_machine(api, token, target, wait=LONG_POLL, slots=slots)
     while machine.client.completed < backlog:
         machine.client.finished.clear()
         await machine.client.finished.wait()
@@ -231,9 +233,10 @@ def spread(values: list[float]) -> str:
 
 
 async def measure(url: str, api: str, token: str, args: argparse.Namespace) -> None:
-    samples: dict[str, list[dict[str, float]]] = {"tp": [], "long": [], "poll": []}
+    samples: dict[str, list[dict[str, float]]] = {"tp": [], "slots": [], "long": [], "poll": []}
     for _ in range(args.repeats):  # interleaved: drift on a shared machine hits each alike
-        samples["tp"].append(await throughput(url, api, token, args.backlog))
+        samples["tp"].append(await throughput(url, api, token, args.backlog, 1))
+        samples["slots"].append(await throughput(url, api, token, args.backlog, args.slots))
         samples["long"].append(
             await first_step_latency(url, api, token, args.webhooks, wait=LONG_POLL)
         )
@@ -244,10 +247,12 @@ async def measure(url: str, api: str, token: str, args: argparse.Namespace) -> N
 
     rows: list[dict[str, object]] = [
         {
-            "measure": f"runs/s, 1 machine, 3-step plan, backlog of {args.backlog}",
-            "median (min to max)": column("tp", "runs/s"),
-            "note": f"{column('tp', 'requests/run')} requests per run; higher is better",
-        },
+            "measure": f"runs/s, 1 machine, {slots} at a time, 3-step plan, "
+            f"backlog of {args.backlog}",
+            "median (min to max)": column(kind, "runs/s"),
+            "note": f"{column(kind, 'requests/run')} requests per run; higher is better",
+        }
+        for kind, slots in (("tp", 1), ("slots", args.slots))
     ]
     for kind, how in (("long", "long-polls"), ("poll", f"polls every {POLL * 1000:.0f} ms")):
         for point in ("p50 ms", "p99 ms"):
@@ -266,12 +271,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--backlog", type=int, default=1000)
     parser.add_argument("--webhooks", type=int, default=200)
+    parser.add_argument("--slots", type=int, default=8, help="runs at a time, second row")
     parser.add_argument("--quick", action="store_true", help="3 repeats of small sizes")
     args = parser.parse_args()
     if args.quick:
-        args.repeats, args.backlog, args.webhooks = 3, 150, 30
-    if args.repeats < 1 or args.backlog < 1 or args.webhooks < 1:
-        parser.error("--repeats, --backlog and --webhooks must be positive")
+        args.repeats, args.backlog, args.webhooks = 3, 40, 15
+    if min(args.repeats, args.backlog, args.webhooks, args.slots) < 1:
+        parser.error("--repeats, --backlog, --webhooks and --slots must be positive")
     logging.basicConfig(level=logging.ERROR)
     with scratch_database("runs") as url:
         with connect(url, Role.ENGINE) as conn:
