@@ -68,7 +68,7 @@ def wakeups_of(harness: Harness) -> RunWakeups:
 async def http(harness: Harness) -> AsyncIterator[httpx.AsyncClient]:
     """The app in this test's event loop; waiting claims re-check only once an hour."""
     wakeups = wakeups_of(harness)
-    wakeups.recheck = HOUR
+    wakeups.recheck, wakeups.draining = HOUR, False
     async with asgi_client(harness) as client:
         yield client
     await wakeups.aclose()
@@ -179,6 +179,20 @@ async def test_a_long_poll_answers_204_when_its_wait_ends_with_nothing(
     assert response.status_code == 204
     assert response.content == b""
     assert wakeups_of(harness).waiting_count("alice", machine.target) == 0
+
+
+async def test_a_stopping_server_answers_its_waiting_claims_at_once(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    target = new_target()
+    machine = register(harness, target)
+    automation_id = create_automation(harness.database, target=target)
+    waiting = asyncio.create_task(long_poll(machine, http).claim())
+    await parked(harness, machine)
+    wakeups_of(harness).drain()  # what `charter serve` does as it shuts down
+    run_id = await trigger(http, harness, automation_id)  # hinted, but too late
+    assert await waiting is None  # answered 204 when drained: it did not take the run
+    assert run_row(harness.database, run_id)["status"] == "pending"
 
 
 async def test_a_long_poll_finds_a_run_admitted_without_a_hint_by_re_checking(

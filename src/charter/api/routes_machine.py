@@ -240,14 +240,15 @@ async def _long_poll(
 
     The waiter is registered before each check and cleared before it, so a hint that
     arrives while a check runs makes the next one start at once. A client that went
-    away is not handed a run (it would sit leased to nobody until the lease lapsed)."""
+    away is not handed a run (it would sit leased to nobody until the lease lapsed),
+    and a stopping server answers its waiting claims at once."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     wakeups = context.wakeups
     with wakeups.waiting(machine.principal, machine.target) as woken:
         while True:
             woken.clear()
-            if await request.is_disconnected():
+            if wakeups.draining or await request.is_disconnected():
                 return None
             claimed = await run_in_threadpool(_claim_again, context, machine, lease_seconds)
             left = deadline - loop.time()

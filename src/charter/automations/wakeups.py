@@ -65,6 +65,7 @@ class RunWakeups:
         self.connected = asyncio.Event()  # the LISTEN is in place (tests wait for it)
         self.hints_received = 0  # counters: what tests observe instead of timing
         self.waiters_woken = 0
+        self.draining = False
         self._waiters: dict[Key, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -83,6 +84,12 @@ class RunWakeups:
             waiters.discard(event)
             if not waiters:
                 self._waiters.pop((principal, target), None)
+
+    def drain(self) -> None:
+        """The server is stopping: every waiting claim answers now (204), so no long
+        poll holds the shutdown up for the rest of its wait."""
+        self.draining = True
+        self._wake(None)
 
     def waiting_count(self, principal: str, target: str) -> int:
         """How many claim requests wait for `principal`'s runs on `target`."""
