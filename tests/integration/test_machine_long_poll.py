@@ -15,6 +15,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -22,12 +23,13 @@ import pytest
 
 from charter.api.state import Services
 from charter.automations.actions import ActionCall, ActionRegistry
+from charter.automations.admission import fire_due_crons
 from charter.automations.executor import ExecutorOptions, RunExecutor
 from charter.automations.machine_client import MachineClient
 from charter.automations.wakeups import RunWakeups
 from charter.automations.webhooks import sign
 from charter.core.jsontypes import JsonValue
-from charter.db.database import Database, connect
+from charter.db.database import Database, Role, connect
 from tests.integration.apikit import Harness, bearer
 from tests.integration.machinekit import (
     ORIGIN,
@@ -528,3 +530,27 @@ async def test_a_machine_with_slots_executes_runs_side_by_side_each_once(
     stop.set()
     assert await running == 6
     assert [run_row(harness.database, r.id)["attempts"] for r in runs] == [1] * 6
+
+
+def test_cron_admission_hints_after_its_commit(harness: Harness) -> None:
+    target = new_target()
+    automation_id = create_automation(harness.database, target=target)
+    due = harness.clock.now() - timedelta(minutes=1)
+    with connect(harness.database.url) as conn:
+        conn.execute(
+            "INSERT INTO charter.schedule_triggers (automation_id, cron, timezone, next_run_at)"
+            " VALUES (%s, '0 0 1 1 *', 'UTC', %s)",
+            (automation_id, due),
+        )
+        conn.commit()
+    with connect(harness.database.url, autocommit=True) as listener:
+        listener.execute("LISTEN runs_claimable")
+        with harness.database.connection(Role.ENGINE) as conn:
+            admitted = fire_due_crons(conn, harness.clock.now())
+        assert [run.target for run in admitted] == [target]
+        hints = [
+            json.loads(n.payload)
+            for n in listener.notifies(timeout=30, stop_after=1)
+            if n.channel == "runs_claimable"
+        ]
+    assert {"principal": "alice", "target": target} in hints
