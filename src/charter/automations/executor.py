@@ -201,6 +201,7 @@ class RunExecutor:
         `slots` runs are executed at a time, each under its own lease, by as many claim
         loops (the machine's concurrency; one run's steps stay strictly in order). With
         `once`, one slot claims once.
+
         An idle machine waits inside its claim (the service's long poll answers when a
         run is admitted), so there is no sleep between claims; a completed run's last
         request claims the next one. Empty claims are kept `poll` seconds apart all the
