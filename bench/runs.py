@@ -17,7 +17,7 @@ start minus the run's admission, both by the database clock (each its transactio
 start). Each measure is taken `--repeats` times, interleaved, and printed as the median
 with the lowest and highest. Lower latency and more runs/s are better.
 
-Run: python bench/runs.py [--repeats 5] [--backlog 1000] [--webhooks 200] [--slots 8]
+Run: python bench/runs.py [--repeats 5] [--backlog 500] [--webhooks 200] [--slots 8]
      python bench/runs.py --quick   (3 repeats of a backlog of 40 and 15 webhooks)
 Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server at
 127.0.0.1:5432); the benchmark creates and drops its own database.
@@ -269,7 +269,7 @@ async def measure(url: str, api: str, token: str, args: argparse.Namespace) -> N
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--backlog", type=int, default=1000)
+    parser.add_argument("--backlog", type=int, default=500)
     parser.add_argument("--webhooks", type=int, default=200)
     parser.add_argument("--slots", type=int, default=8, help="runs at a time, second row")
     parser.add_argument("--quick", action="store_true", help="3 repeats of small sizes")
