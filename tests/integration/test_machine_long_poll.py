@@ -29,6 +29,7 @@ from charter.automations.machine_client import MachineClient
 from charter.automations.wakeups import RunWakeups
 from charter.automations.webhooks import sign
 from charter.core.jsontypes import JsonValue
+from charter.core.timefmt import parse_rfc3339
 from charter.db.database import Database, Role, connect
 from tests.integration.apikit import Harness, bearer
 from tests.integration.machinekit import (
@@ -353,6 +354,26 @@ async def test_completing_a_step_can_start_the_next_in_the_same_commit(
     assert rows["one"].output == {"a": 1}
     assert rows["two"].status == "running"
     assert rows["two"].idempotency_key == started["idempotency_key"]
+
+
+async def test_a_step_report_renews_the_lease_when_asked(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    machine, body = await claimed_run(harness, http)
+    run_id, token = str(body["run"]["id"]), lease(body)
+    base = f"/v1/machine/runs/{run_id}/steps"
+    await post(http, machine, f"{base}/one/start", {"token": token})
+    fake(harness).advance(20)  # most of the 30 s lease has gone by
+    report = {"token": token, "output": 1, "next": "two", "lease_seconds": 30}
+    answer = await post(http, machine, f"{base}/one/complete", report)
+    assert answer.status_code == 200, answer.text
+    expected = harness.clock.now() + timedelta(seconds=30)
+    assert parse_rfc3339(answer.json()["lease"]["expires_at"]) == expected
+    assert parse_rfc3339(run_row(harness.database, run_id)["lease_expires_at"]) == expected
+    alone = {"token": token, "output": 2, "lease_seconds": 30}
+    refused = await post(http, machine, f"{base}/two/complete", alone)
+    assert refused.status_code == 400  # renewal rides only on a report that starts a step
+    assert refused.json()["error"]["field"] == "lease_seconds"
 
 
 async def test_a_refused_next_step_undoes_the_whole_report(

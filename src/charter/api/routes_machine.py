@@ -315,17 +315,24 @@ def complete_step(
 ) -> JSONResponse:
     """Journal a running step's `output` under the current lease. With `"next"` (the
     following step's id) that step is journalled running in the same transaction and
-    answered as `"next"` with its idempotency key: one request per step."""
-    request = fields(body, {"token", "output"}, {"next"})
+    answered as `"next"` with its idempotency key: one request per step; with
+    `"lease_seconds"` too, the lease is renewed and answered as `"lease"`."""
+    request = fields(body, {"token", "output"}, {"next", "lease_seconds"})
     with as_machine(context, proof) as (conn, machine):
         now = context.engine.clock.now_or_none()
         token = text(request, "token")
         if "next" in request:
-            step, started = leases.complete_and_start(
+            renew = _lease_seconds(request) if "lease_seconds" in request else None
+            step, started, lease = leases.complete_and_start(
                 conn, run_id, step_id, text(request, "next"), machine, token,
-                request["output"], now=now,
+                request["output"], lease_seconds=renew, now=now,
             )  # fmt: skip
-            return JSONResponse({"step": step.to_json(), "next": started.to_json()})
+            answer: JsonObject = {"step": step.to_json(), "next": started.to_json()}
+            if lease is not None:
+                answer["lease"] = lease.to_json()
+            return JSONResponse(answer)
+        if "lease_seconds" in request:
+            raise Malformed("lease_seconds renews the lease only with next", field="lease_seconds")
         step = leases.complete_step(
             conn, run_id, step_id, machine, token, request["output"], now=now
         )

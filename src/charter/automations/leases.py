@@ -413,15 +413,21 @@ def complete_and_start(
     token: str,
     output: JsonValue,
     *,
+    lease_seconds: float | None = None,
     now: datetime | None = None,
-) -> tuple[StepRecord, StepRecord]:
+) -> tuple[StepRecord, StepRecord, Lease | None]:
     """Journal `step_id`'s output, then `next_step` running, in one transaction: one
     round trip per step instead of two, with the order of the journal unchanged (the
     output is recorded before the run advances; the next step is journalled running
-    before its action is invoked). Any refusal undoes both."""
+    before its action is invoked). Any refusal undoes both. With `lease_seconds` the
+    lease is renewed too (a run of many short steps outlives one lease)."""
     run = hold_lease(conn, run_id, machine, token, now=now)
     done = _complete_held(conn, run, step_id, output, now)
-    return done, _start_held(conn, run, next_step, now)
+    started = _start_held(conn, run, next_step, now)
+    if lease_seconds is None:
+        return done, started, None
+    lease = renew_lease(conn, run.id, machine, token, lease_seconds=lease_seconds, now=now)
+    return done, started, lease
 
 
 def complete_run(

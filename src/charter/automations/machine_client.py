@@ -169,12 +169,17 @@ class MachineClient:
     async def complete_and_start(
         self, run_id: str, step_id: str, token: str, output: JsonValue, next_step: str
     ) -> JournalEntry:
-        """Journal the step's output and the next step running, in one request; the
-        next step's entry (with its idempotency key) comes back."""
+        """Journal the step's output and the next step running and renew the lease, in
+        one request; the next step's entry (with its idempotency key) comes back."""
         body = await self._json(
             "POST",
             f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/complete",
-            {"token": token, "output": output, "next": next_step},
+            {
+                "token": token,
+                "output": output,
+                "next": next_step,
+                "lease_seconds": self.lease_seconds,  # renewed at every step, too
+            },
         )
         return JournalEntry.from_json(body["next"])
 
