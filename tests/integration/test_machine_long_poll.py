@@ -24,7 +24,7 @@ import pytest
 from charter.api.state import Services
 from charter.automations.actions import ActionCall, ActionRegistry
 from charter.automations.admission import fire_due_crons
-from charter.automations.executor import ExecutorOptions, RunExecutor
+from charter.automations.executor import ExecutorOptions, Outcome, RunExecutor
 from charter.automations.machine_client import MachineClient
 from charter.automations.wakeups import RunWakeups
 from charter.automations.webhooks import sign
@@ -575,3 +575,25 @@ def test_cron_admission_hints_after_its_commit(harness: Harness) -> None:
             if n.channel == "runs_claimable"
         ]
     assert {"principal": "alice", "target": target} in hints
+
+
+async def test_a_run_of_short_steps_outlasting_one_lease_keeps_it(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    target = new_target()
+    machine = register(harness, target)
+    run = admit(harness.database, create_automation(harness.database, target=target), harness)
+
+    async def slow_on_the_clock(call: ActionCall) -> JsonValue:
+        fake(harness).advance(20)  # each step takes 20 s of the 30 s lease, no heartbeat
+        return call.payload
+
+    runner = RunExecutor(
+        machine.client(http),
+        ActionRegistry({"test.echo": slow_on_the_clock}),
+        ExecutorOptions(now=harness.clock.now),
+    )
+    claimed = await machine.client(http).claim()
+    assert claimed is not None
+    assert await runner.execute(claimed) is Outcome.COMPLETED  # 60 s in all, one lease
+    assert run_row(harness.database, run.id)["status"] == "completed"
