@@ -1,11 +1,24 @@
-"""Runs end to end: webhook admission rate (signed Standard Webhooks deliveries → run
-rows over HTTP), claim-to-complete throughput of DPoP machines (1 and 4 machines, plans
-of 3 in-process `test.echo` steps) and the latency from webhook admission to the first
-step's start (p50/p99).
+"""Machines without polling: (a) runs/s of one machine executing 3-step runs from a
+backlog (one run at a time, and `--slots` at a time) and (b) the latency from webhook
+admission to the first step's start while the machine is idle, long-polling (and, for
+comparison, polling every 20 ms as before).
 
-The API runs in its own process (uvicorn); the machines run in this one, each a
-RunExecutor with its own MachineClient (a fresh DPoP proof per request: 8 requests per
-3-step run). Run: python bench/runs.py [--seconds 3] [--runs 200]
+The API runs in its own process (uvicorn, one LISTEN connection for waiting claims);
+the machine runs in this one: a RunExecutor with a MachineClient (a fresh DPoP proof per
+request) and one in-process `test.echo` action host, so the figures are the protocol's
+own cost. Per 3-step run the machine sends 4 requests (start, complete + start next
+twice, complete the last step with the run, which also claims the next run).
+
+(a) `--backlog` runs are admitted before the machine starts; the clock runs from its
+start to the last run's completion. (b) Webhooks are sent one at a time, each once the
+previous run completed and a pause of 20 to 40 ms (random, so a polling machine's phase
+does not line up) let the machine go idle; the latency is the first step's journalled
+start minus the run's admission, both by the database clock (each its transaction's
+start). Each measure is taken `--repeats` times, interleaved, and printed as the median
+with the lowest and highest. Lower latency and more runs/s are better.
+
+Run: python bench/runs.py [--repeats 5] [--backlog 500] [--webhooks 200] [--slots 8]
+     python bench/runs.py --quick   (3 repeats of a backlog of 40 and 15 webhooks)
 Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server at
 127.0.0.1:5432); the benchmark creates and drops its own database.
 """
@@ -17,11 +30,15 @@ import asyncio
 import base64
 import logging
 import multiprocessing
+import random
 import secrets
 import socket
+import statistics
 import time
 import uuid
+from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
+from typing import Any
 
 import httpx
 import uvicorn
@@ -32,19 +49,20 @@ from charter.auth.tokens import create_token
 from charter.automations.actions import ActionCall, ActionRegistry
 from charter.automations.executor import ExecutorOptions, RunExecutor
 from charter.automations.ledger import admit_run
-from charter.automations.machine_client import MachineClient, register_machine
+from charter.automations.machine_client import ClaimedRun, MachineClient, register_machine
 from charter.automations.webhooks import sign
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Database, Role, connect
-from common import peak_rss_mib, percentiles, print_results, scratch_database
+from common import percentiles, print_results, scratch_database
 
 PRINCIPAL = "bench"
 SECRET = "whsec_" + base64.b64encode(b"bench secret, thirty-two bytes!!").decode()
 BODY = b'{"source": "shop", "type": "order.paid", "data": {"order": 42}}'
 STEPS = [{"id": f"s{i}", "actionId": "test.echo", "input": {"n": i}} for i in (1, 2, 3)]
-POLL = 0.02  # seconds between claims of an idle machine
+LONG_POLL = 20.0  # seconds a claim waits (the machine client's default)
+POLL = 0.02  # seconds between the claims of a polling machine
 
 
 async def echo(call: ActionCall) -> JsonValue:
@@ -114,108 +132,87 @@ def start_api(database_url: str) -> tuple[str, SpawnProcess]:
     raise RuntimeError("the API did not start")
 
 
-def admission(api: str, target: str, seconds: float) -> dict[str, object]:
-    """Signed webhook deliveries, one sender, back to back: each admits one run."""
-    latencies: list[float] = []
-    with httpx.Client(base_url=api, timeout=30) as client:
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            before = time.perf_counter_ns()
-            response = client.post("/events", content=BODY, headers=webhook_headers(target))
-            latencies.append((time.perf_counter_ns() - before) / 1e6)
-            assert response.status_code == 202, response.text
-    points = percentiles(latencies, (50, 99))
-    return {
-        "what": "webhook → run row (POST /events)",
-        "machines": "-",
-        "per second": len(latencies) / seconds,
-        "p50 ms": points[50],
-        "p99 ms": points[99],
-        "note": f"{len(latencies)} deliveries, 1 sender",
-    }
+class CountingClient(MachineClient):
+    """A MachineClient that counts its requests and signals each completed run."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.requests = 0
+        self.completed = 0
+        self.finished = asyncio.Event()  # set after each completion
+
+    async def _request(self, *args: Any, **kwargs: Any) -> httpx.Response:
+        self.requests += 1
+        return await super()._request(*args, **kwargs)
+
+    async def finish(self, *args: Any, **kwargs: Any) -> ClaimedRun | None:
+        handed = await super().finish(*args, **kwargs)
+        self.completed += 1
+        self.finished.set()
+        return handed
 
 
-def register(api: str, token: str, target: str, count: int) -> list[SecretKey]:
-    keys = [SecretKey.generate() for _ in range(count)]
-    for key in keys:
-        register_machine(api, token, key, target=target)
-    return keys
+@dataclass
+class Machine:
+    client: CountingClient
+    stop: asyncio.Event
+    task: asyncio.Task[int]
+
+    async def close(self) -> None:
+        self.stop.set()
+        await self.task
+        await self.client.aclose()
 
 
-async def machines_until(api: str, keys: list[SecretKey], done: asyncio.Event) -> None:
-    """Run one executor per key until `done` is set."""
-    clients = [MachineClient(api, key) for key in keys]
-    registry = ActionRegistry({"test.echo": echo})
-    executors = [RunExecutor(c, registry, ExecutorOptions(heartbeat=10.0)) for c in clients]
-    try:
-        await asyncio.gather(*(e.run(done, poll=POLL, max_poll=POLL) for e in executors))
-    finally:
-        for client in clients:
-            await client.aclose()
+def start_machine(api: str, token: str, target: str, *, wait: float, slots: int = 1) -> Machine:
+    key = SecretKey.generate()
+    register_machine(api, token, key, target=target)
+    client = CountingClient(api, key, wait=wait)
+    executor = RunExecutor(
+        client, ActionRegistry({"test.echo": echo}), ExecutorOptions(heartbeat=10.0)
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(executor.run(stop, poll=POLL, max_poll=1.0, slots=slots))
+    return Machine(client, stop, task)
 
 
-def count_completed(url: str, automation_id: uuid.UUID) -> int:
-    with connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM charter.runs WHERE automation_id = %s AND status = 'completed'",
-            (automation_id,),
-        ).fetchone()
-    assert row is not None
-    return int(str(row[0]))
-
-
-async def throughput(url: str, api: str, token: str, machines: int, runs: int) -> dict[str, object]:
-    """`runs` pending runs of 3 steps, executed by `machines` machines from claim to
-    complete; the clock stops when the last run is completed."""
-    target = f"tp-{machines}-{secrets.token_hex(3)}"
+async def throughput(url: str, api: str, token: str, backlog: int, slots: int) -> dict[str, float]:
+    """(a) One machine works off a backlog of 3-step runs, `slots` runs at a time."""
+    target = f"tp-{secrets.token_hex(4)}"
     automation_id = setup_automation(url, target, webhook=False)
     with connect(url) as conn:
         conn.execute("SET ROLE " + Role.ENGINE.value)
-        for _ in range(runs):
+        for _ in range(backlog):
             admit_run(conn, automation_id=automation_id, trigger_kind="manual")
         conn.commit()
-    keys = register(api, token, target, machines)
-    done = asyncio.Event()
     started = time.perf_counter()
-    task = asyncio.create_task(machines_until(api, keys, done))
-    while count_completed(url, automation_id) < runs:
-        await asyncio.sleep(0.05)
+    machine = start_machine(api, token, target, wait=LONG_POLL, slots=slots)
+    while machine.client.completed < backlog:
+        machine.client.finished.clear()
+        await machine.client.finished.wait()
     elapsed = time.perf_counter() - started
-    done.set()
-    await task
-    return {
-        "what": "claim → 3 steps → complete",
-        "machines": machines,
-        "per second": runs / elapsed,
-        "p50 ms": "-",
-        "p99 ms": "-",
-        "note": f"{runs} runs in {elapsed:.1f} s; {3 * runs / elapsed:,.0f} steps/s",
-    }
+    requests = machine.client.requests
+    await machine.close()
+    return {"runs/s": backlog / elapsed, "requests/run": requests / backlog}
 
 
 async def first_step_latency(
-    url: str, api: str, token: str, machines: int, seconds: float
-) -> dict[str, object]:
-    """Webhooks at ~4/s (below the machines' capacity: no queue builds) while
-    `machines` idle machines poll every POLL s; the latency is the first step's
-    journalled start minus the run's admission (both by the database clock)."""
-    target = f"lat-{machines}-{secrets.token_hex(3)}"
+    url: str, api: str, token: str, webhooks: int, *, wait: float
+) -> dict[str, float]:
+    """(b) One idle machine (long-polling with `wait`, else polling every POLL s);
+    webhooks one at a time, each once the machine finished the previous run."""
+    target = f"lat-{secrets.token_hex(4)}"
     automation_id = setup_automation(url, target, webhook=True)
-    keys = register(api, token, target, machines)
-    done = asyncio.Event()
-    task = asyncio.create_task(machines_until(api, keys, done))
-    sent = 0
+    machine = start_machine(api, token, target, wait=wait)
     async with httpx.AsyncClient(base_url=api, timeout=30) as client:
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
+        for sent in range(1, webhooks + 1):
+            await asyncio.sleep(random.uniform(0.02, 0.04))  # the machine goes idle
             response = await client.post("/events", content=BODY, headers=webhook_headers(target))
             assert response.status_code == 202, response.text
-            sent += 1
-            await asyncio.sleep(0.25)
-    while count_completed(url, automation_id) < sent:
-        await asyncio.sleep(0.05)
-    done.set()
-    await task
+            while machine.client.completed < sent:
+                machine.client.finished.clear()
+                await machine.client.finished.wait()
+    await machine.close()
     with connect(url) as conn:
         rows = conn.execute(
             "SELECT extract(epoch FROM s.started_at - r.created_at) * 1000 "
@@ -223,47 +220,77 @@ async def first_step_latency(
             "WHERE r.automation_id = %s AND s.position = 0",
             (automation_id,),
         ).fetchall()
-    latencies = [float(str(r[0])) for r in rows]
-    points = percentiles(latencies, (50, 99))
-    return {
-        "what": "webhook admitted → first step start",
-        "machines": machines,
-        "per second": sent / seconds,
-        "p50 ms": points[50],
-        "p99 ms": points[99],
-        "note": f"{len(latencies)} runs; idle machines poll every {POLL * 1000:.0f} ms",
-    }
+    points = percentiles([float(str(r[0])) for r in rows], (50, 99))
+    return {"p50 ms": points[50], "p99 ms": points[99]}
 
 
-def bench(url: str, seconds: float, runs: int) -> None:
-    with connect(url, Role.ENGINE) as conn:
-        token = create_token(conn, scopes=["automations:write"], name="bench", principal=PRINCIPAL)
-        conn.commit()
-    api, process = start_api(url)
-    rows: list[dict[str, object]] = []
-    try:
-        admission_target = f"adm-{secrets.token_hex(3)}"
-        setup_automation(url, admission_target, webhook=True)
-        rows.append(admission(api, admission_target, seconds))
-        for machines in (1, 4):
-            rows.append(asyncio.run(throughput(url, api, token, machines, runs)))
-        for machines in (1, 4):
-            rows.append(asyncio.run(first_step_latency(url, api, token, machines, 2 * seconds)))
-    finally:
-        process.terminate()
-        process.join(timeout=30)
-    print_results("Runs: admission, machines, first-step latency", rows)
-    print(f"peak RSS of the machines' process: {peak_rss_mib():.0f} MiB")
+def spread(values: list[float]) -> str:
+    """The median, with the lowest and highest when there are several."""
+    middle = statistics.median(values)
+    if len(values) == 1:
+        return f"{middle:,.1f}"
+    return f"{middle:,.1f} ({min(values):,.1f} to {max(values):,.1f})"
+
+
+async def measure(url: str, api: str, token: str, args: argparse.Namespace) -> None:
+    samples: dict[str, list[dict[str, float]]] = {"tp": [], "slots": [], "long": [], "poll": []}
+    for _ in range(args.repeats):  # interleaved: drift on a shared machine hits each alike
+        samples["tp"].append(await throughput(url, api, token, args.backlog, 1))
+        samples["slots"].append(await throughput(url, api, token, args.backlog, args.slots))
+        samples["long"].append(
+            await first_step_latency(url, api, token, args.webhooks, wait=LONG_POLL)
+        )
+        samples["poll"].append(await first_step_latency(url, api, token, args.webhooks, wait=0))
+
+    def column(kind: str, key: str) -> str:
+        return spread([sample[key] for sample in samples[kind]])
+
+    rows: list[dict[str, object]] = [
+        {
+            "measure": f"runs/s, 1 machine, {slots} at a time, 3-step plan, "
+            f"backlog of {args.backlog}",
+            "median (min to max)": column(kind, "runs/s"),
+            "note": f"{column(kind, 'requests/run')} requests per run; higher is better",
+        }
+        for kind, slots in (("tp", 1), ("slots", args.slots))
+    ]
+    for kind, how in (("long", "long-polls"), ("poll", f"polls every {POLL * 1000:.0f} ms")):
+        for point in ("p50 ms", "p99 ms"):
+            rows.append(
+                {
+                    "measure": f"webhook → first step start {point}, idle machine {how}",
+                    "median (min to max)": column(kind, point),
+                    "note": f"{args.webhooks} webhooks per repeat; lower is better",
+                }
+            )
+    print_results(f"Machine runs: {args.repeats} repeats, interleaved", rows, width=140)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--backlog", type=int, default=500)
+    parser.add_argument("--webhooks", type=int, default=200)
+    parser.add_argument("--slots", type=int, default=8, help="runs at a time, second row")
+    parser.add_argument("--quick", action="store_true", help="3 repeats of small sizes")
     args = parser.parse_args()
+    if args.quick:
+        args.repeats, args.backlog, args.webhooks = 3, 40, 15
+    if min(args.repeats, args.backlog, args.webhooks, args.slots) < 1:
+        parser.error("--repeats, --backlog, --webhooks and --slots must be positive")
     logging.basicConfig(level=logging.ERROR)
     with scratch_database("runs") as url:
-        bench(url, args.seconds, args.runs)
+        with connect(url, Role.ENGINE) as conn:
+            token = create_token(
+                conn, scopes=["automations:write"], name="bench", principal=PRINCIPAL
+            )
+            conn.commit()
+        api, process = start_api(url)
+        try:
+            asyncio.run(measure(url, api, token, args))
+        finally:
+            process.terminate()
+            process.join(timeout=30)
 
 
 if __name__ == "__main__":

@@ -124,8 +124,9 @@ class Machine:
     target: str
     key: SecretKey
 
-    def client(self, http: httpx.AsyncClient) -> MachineClient:
-        return MachineClient(ORIGIN, self.key, now=self.harness.clock.now, http=http)
+    def client(self, http: httpx.AsyncClient, *, wait: float = 0.0) -> MachineClient:
+        """A client of the in-process API; its claims answer at once unless `wait`."""
+        return MachineClient(ORIGIN, self.key, now=self.harness.clock.now, http=http, wait=wait)
 
     def proof(self, method: str, path: str) -> str:
         return make_proof(self.key, method, ORIGIN + path, iat=self.harness.clock.now().timestamp())

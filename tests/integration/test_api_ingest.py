@@ -18,6 +18,7 @@ from charter.api import routes_events
 from charter.api.app import create_app
 from charter.api.errors import install_error_handlers
 from charter.api.state import Services
+from charter.automations.wakeups import RunWakeups
 from charter.core.clock import SystemClock
 from charter.core.config import Settings
 from charter.core.envelope import Submission, sign
@@ -55,7 +56,9 @@ def test_the_answer_is_the_json_the_route_would_render(h: Harness) -> None:
 def test_the_fastapi_route_answers_alike(h: Harness, database: Database) -> None:
     # The route stays for /openapi.json and for an app without the lean path.
     app = FastAPI()
-    app.state.charter = Services(database, h.engine, Reads(database), Settings())
+    app.state.charter = Services(
+        database, h.engine, Reads(database), Settings(), RunWakeups(database.url)
+    )
     install_error_handlers(app)
     app.include_router(routes_events.router)
     with TestClient(app) as plain:

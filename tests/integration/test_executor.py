@@ -334,7 +334,7 @@ async def test_axiom_25_the_lease_is_renewed_while_an_action_runs(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     machine, run_id = setup(harness)
-    api = CountingApi(ORIGIN, machine.key, now=harness.clock.now, http=http)
+    api = CountingApi(ORIGIN, machine.key, now=harness.clock.now, http=http, wait=0)
     # Each renewal happens 20 s later than the one before: without them the 30 s lease
     # would lapse during the step, and its output could not be journalled.
 
@@ -721,12 +721,12 @@ async def test_the_service_answering_unavailable_releases_the_run(
     machine, run_id = setup(harness)
 
     class Flaky(MachineClient):
-        async def complete_step(
-            self, run_id: str, step_id: str, token: str, output: JsonValue
+        async def complete_and_start(
+            self, run_id: str, step_id: str, token: str, output: JsonValue, next_step: str
         ) -> JournalEntry:
             raise DatabaseUnavailable("the database cannot be reached")
 
-    api = Flaky(ORIGIN, machine.key, now=harness.clock.now, http=http)
+    api = Flaky(ORIGIN, machine.key, now=harness.clock.now, http=http, wait=0)
     assert await executor(harness, api, Host()).execute(await claim(api)) is Outcome.RELEASED
     row = run_row(harness.database, run_id)
     assert row["status"] == "pending"

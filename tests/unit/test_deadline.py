@@ -129,7 +129,7 @@ def test_the_automations_client_gives_up_at_its_deadline(dripping: str) -> None:
 
 def test_the_machine_client_gives_up_at_its_deadline(dripping: str) -> None:
     async def claim() -> None:
-        async with MachineClient(dripping, SecretKey.generate(), timeout=DEADLINE) as api:
+        async with MachineClient(dripping, SecretKey.generate(), timeout=DEADLINE, wait=0) as api:
             await api.claim()
 
     error = within_deadline(lambda: asyncio.run(claim()), deadline.DeadlineExceeded)

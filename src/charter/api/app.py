@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
@@ -32,6 +34,7 @@ from charter.api.metrics import RequestMetrics
 from charter.api.request_id import RequestId
 from charter.api.state import Services
 from charter.api.urls import RefuseNulInUrl
+from charter.automations.wakeups import RunWakeups
 from charter.core.clock import Clock
 from charter.core.config import Settings
 from charter.core.errors import TooLarge
@@ -49,12 +52,20 @@ def create_app(
     """An API bound to one database (and to `engine`, or one made with `clock`)."""
     settings = settings or Settings.from_env()
     engine = engine or Engine.from_settings(database, settings, clock=clock)
+    wakeups = RunWakeups(database.url)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await wakeups.aclose()  # the LISTEN connection of long-poll claims, if opened
+
     app = FastAPI(
         title="Charter",
         version=__version__,
         description="Governed workflows: signed, hash-chained events on PostgreSQL.",
+        lifespan=lifespan,
     )
-    app.state.charter = Services(database, engine, Reads(database), settings)
+    app.state.charter = Services(database, engine, Reads(database), settings, wakeups)
     # Per app, not global: each app reads its own database at scrape time.
     app.state.live_metrics = CollectorRegistry(auto_describe=False)
     app.state.live_metrics.register(LiveStateCollector(database))

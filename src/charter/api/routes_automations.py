@@ -22,8 +22,10 @@ from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.automations import control
 from charter.automations.control import Control
+from charter.automations.wakeups import run_hints
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Role
+from charter.engine.hints import send_hints
 
 router = APIRouter(tags=["automations"])
 Context = Annotated[Services, Depends(services)]
@@ -350,6 +352,8 @@ def trigger(
     """Admit a pending manual run with a snapshot of the current plan (409 when the
     automation is paused or has no plan)."""
     request = fields(body, set(), {"input"})
-    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        run = _control(conn, token, context).trigger(automation_id, request.get("input"))
+    with context.database.connection(Role.ENGINE) as conn:
+        with conn.transaction():
+            run = _control(conn, token, context).trigger(automation_id, request.get("input"))
+        send_hints(conn, run_hints([run]))  # after the COMMIT: machines waiting wake up
     return JSONResponse(run.to_json(), status_code=201)

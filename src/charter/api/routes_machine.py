@@ -13,6 +13,7 @@ second seed (axioms 23-27); every transition commits under the run's current lea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import secrets
@@ -25,6 +26,7 @@ from typing import Annotated, Any
 import psycopg
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from charter.api.auth import require
 from charter.api.bodies import fields, json_body, text
@@ -40,11 +42,13 @@ from charter.automations.dpop import (
     check_proof,
     request_htu,
 )
+from charter.automations.wakeups import run_hint
 from charter.core import ijson
 from charter.core.errors import CharterError, Forbidden, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
 from charter.db.database import Role
+from charter.engine.hints import send_hints
 
 router = APIRouter(tags=["machines"])
 Context = Annotated[Services, Depends(services)]
@@ -54,6 +58,7 @@ Reader = Annotated[TokenInfo, Depends(require("automations:read"))]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _JTI_MEMORY = timedelta(seconds=3 * IAT_WINDOW_SECONDS)
+MAX_WAIT_SECONDS = 30.0  # a long-poll claim's longest wait (proxies cut idle requests)
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 
@@ -193,21 +198,78 @@ OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
 
 
 @router.post("/v1/machine/runs/claim", responses={204: {"description": "no run to claim"}})
-def claim(proof: Proof, context: Context, body: OptionalBody) -> Response:
+async def claim(request: Request, proof: Proof, context: Context, body: OptionalBody) -> Response:
     """Claim the oldest claimable run of the machine's target: 200 `{"run", "lease",
     "journal"}` (the plan snapshot, the lease token and expiry, the journal so far), or
-    204 when there is none. `{"lease_seconds"}` is optional."""
-    request = fields(body, set(), {"lease_seconds"})
-    with as_machine(context, proof) as (conn, machine):
-        claimed = leases.claim_run(
-            conn,
-            machine,
-            lease_seconds=_lease_seconds(request),
-            now=context.engine.clock.now_or_none(),
-        )
+    204 when there is none. `{"lease_seconds", "wait"}` are optional.
+
+    With `wait` (seconds, at most MAX_WAIT_SECONDS) the request is a long poll: when
+    nothing is claimable it waits, holding no database connection, until a hint says a
+    run of the machine's target was admitted (or a re-check finds one), and answers
+    204 only when the wait is over. The proof is spent once, by the first attempt."""
+    checked = fields(body, set(), {"lease_seconds", "wait"})
+    lease_seconds, wait = _lease_seconds(checked), _wait(checked)
+    claimed, machine = await run_in_threadpool(_claim_admitted, context, proof, lease_seconds)
+    if claimed is None and wait > 0:
+        claimed = await _long_poll(request, context, machine, lease_seconds, wait)
     if claimed is None:
         return Response(status_code=204)
     return JSONResponse(claimed.to_json())
+
+
+def _claim_admitted(
+    context: Services, proven: Proven, lease_seconds: float
+) -> tuple[leases.Claim | None, MachineIdentity]:
+    """The first attempt: the proof admitted (its jti spent) and a claim, one commit."""
+    with as_machine(context, proven) as (conn, machine):
+        claimed = leases.claim_run(
+            conn, machine, lease_seconds=lease_seconds, now=context.engine.clock.now_or_none()
+        )
+    return claimed, machine
+
+
+async def _long_poll(
+    request: Request,
+    context: Services,
+    machine: MachineIdentity,
+    lease_seconds: float,
+    wait: float,
+) -> leases.Claim | None:
+    """Claim again whenever a hint for the machine's runs arrives, and every re-check
+    interval in case one was lost, until a run is claimed or `wait` seconds pass.
+
+    The waiter is registered before each check and cleared before it, so a hint that
+    arrives while a check runs makes the next one start at once. A client that went
+    away is not handed a run (it would sit leased to nobody until the lease lapsed),
+    and a stopping server answers its waiting claims at once."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    wakeups = context.wakeups
+    with wakeups.waiting(machine.principal, machine.target) as woken:
+        while True:
+            woken.clear()
+            if wakeups.draining or await request.is_disconnected():
+                return None
+            claimed = await run_in_threadpool(_claim_again, context, machine, lease_seconds)
+            left = deadline - loop.time()
+            if claimed is not None or left <= 0:
+                return claimed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), timeout=min(wakeups.recheck, left))
+
+
+def _claim_again(
+    context: Services, machine: MachineIdentity, lease_seconds: float
+) -> leases.Claim | None:
+    """A later attempt of a long poll: the proof is spent already, but the machine must
+    still be registered and enabled."""
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        current = leases.DatabaseProofStore(conn).machine_by_thumbprint(machine.thumbprint)
+        if current is None or current.disabled or current.id != machine.id:
+            raise InvalidDpop(f"machine {machine.id} was disabled while its claim waited")
+        return leases.claim_run(
+            conn, current, lease_seconds=lease_seconds, now=context.engine.clock.now_or_none()
+        )
 
 
 @router.post("/v1/machine/runs/{run_id}/lease")
@@ -251,35 +313,53 @@ def start_step(
 def complete_step(
     run_id: str, step_id: str, proof: Proof, context: Context, body: Body
 ) -> JSONResponse:
-    """Journal a running step's `output` under the current lease."""
-    request = fields(body, {"token", "output"})
+    """Journal a running step's `output` under the current lease. With `"next"` (the
+    following step's id) that step is journalled running in the same transaction and
+    answered as `"next"` with its idempotency key: one request per step; with
+    `"lease_seconds"` too, the lease is renewed and answered as `"lease"`."""
+    request = fields(body, {"token", "output"}, {"next", "lease_seconds"})
     with as_machine(context, proof) as (conn, machine):
+        now = context.engine.clock.now_or_none()
+        token = text(request, "token")
+        if "next" in request:
+            renew = _lease_seconds(request) if "lease_seconds" in request else None
+            step, started, lease = leases.complete_and_start(
+                conn, run_id, step_id, text(request, "next"), machine, token,
+                request["output"], lease_seconds=renew, now=now,
+            )  # fmt: skip
+            answer: JsonObject = {"step": step.to_json(), "next": started.to_json()}
+            if lease is not None:
+                answer["lease"] = lease.to_json()
+            return JSONResponse(answer)
+        if "lease_seconds" in request:
+            raise Malformed("lease_seconds renews the lease only with next", field="lease_seconds")
         step = leases.complete_step(
-            conn,
-            run_id,
-            step_id,
-            machine,
-            text(request, "token"),
-            request["output"],
-            now=context.engine.clock.now_or_none(),
+            conn, run_id, step_id, machine, token, request["output"], now=now
         )
     return JSONResponse({"step": step.to_json()})
 
 
 @router.post("/v1/machine/runs/{run_id}/complete")
 def complete_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
-    """Complete the run `{"token", "output"}` once every plan step is completed."""
-    request = fields(body, {"token", "output"})
+    """Complete the run `{"token", "output"}` once every plan step is completed.
+
+    `"step"` (a running step's id) journals that step's output (the same `output`)
+    first; `"claim"` (`{"lease_seconds"?}`) claims this machine's next run in the same
+    transaction and answers it as `"claim"` (null when there is none). One commit."""
+    request = fields(body, {"token", "output"}, {"step", "claim"})
+    claim_next = _claim_request(request)
     with as_machine(context, proof) as (conn, machine):
+        now = context.engine.clock.now_or_none()
+        token = text(request, "token")
+        step = text(request, "step") if "step" in request else None
         run = leases.complete_run(
-            conn,
-            run_id,
-            machine,
-            text(request, "token"),
-            request["output"],
-            now=context.engine.clock.now_or_none(),
+            conn, run_id, machine, token, request["output"], step=step, now=now
         )
-    return JSONResponse({"run": run.to_json()})
+        answer: JsonObject = {"run": run.to_json()}
+        if claim_next is not None:
+            claimed = leases.claim_run(conn, machine, lease_seconds=claim_next, now=now)
+            answer["claim"] = claimed.to_json() if claimed is not None else None
+    return JSONResponse(answer)
 
 
 @router.post("/v1/machine/runs/{run_id}/fail")
@@ -322,6 +402,10 @@ def release_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSON
             retry_at=retry_at,
             now=context.engine.clock.now_or_none(),
         )
+    if run.retry_at is not None and run.retry_at <= context.engine.clock.now():
+        # Claimable at once (a stopping machine's release): wake the machines waiting.
+        with context.database.connection(Role.ENGINE) as conn:
+            send_hints(conn, [run_hint(run.principal, run.target)])
     return JSONResponse({"run": run.to_json()})
 
 
@@ -330,6 +414,29 @@ def _name(body: JsonObject, key: str) -> str:
     if not _NAME.fullmatch(value):
         raise Malformed(f"{key} must match {_NAME.pattern}", field=key)
     return value
+
+
+def _wait(body: JsonObject) -> float:
+    value = body.get("wait", 0)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= MAX_WAIT_SECONDS
+    ):
+        raise Malformed(
+            f"wait must be a number of seconds from 0 to {MAX_WAIT_SECONDS:g}", field="wait"
+        )
+    return float(value)
+
+
+def _claim_request(body: JsonObject) -> float | None:
+    """The lease of the next run a completion asks to claim (`"claim"`), or None."""
+    if "claim" not in body or body["claim"] is None:
+        return None
+    asked = body["claim"]
+    if not isinstance(asked, dict) or set(asked) - {"lease_seconds"}:
+        raise Malformed('claim must be an object: {"lease_seconds"?}', field="claim")
+    return _lease_seconds(asked)
 
 
 def _lease_seconds(body: JsonObject) -> float:

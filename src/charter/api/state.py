@@ -7,6 +7,7 @@ from typing import cast
 
 from fastapi import Request
 
+from charter.automations.wakeups import RunWakeups
 from charter.core.config import Settings
 from charter.db.database import Database
 from charter.engine.process_event import Engine, Reads
@@ -18,6 +19,7 @@ class Services:
     engine: Engine
     reads: Reads
     settings: Settings
+    wakeups: RunWakeups  # the LISTEN that wakes long-poll claims
 
 
 def services(request: Request) -> Services:

@@ -24,6 +24,7 @@ from psycopg.rows import dict_row
 from charter.automations.cron import InvalidSchedule, next_occurrence
 from charter.automations.ledger import Conn, RunRecord, admit_run
 from charter.automations.metrics import CRON_ADMISSIONS, CRON_CATCHUP
+from charter.automations.wakeups import run_hints
 from charter.automations.webhooks import WebhookRejected, parse_delivery, verifies
 from charter.core import ijson
 from charter.core.clock import Clock, SystemClock
@@ -33,6 +34,7 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.db.errors import translated
 from charter.db.queries import query
+from charter.engine.hints import send_hints
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,7 @@ def fire_due_crons(
             )
     CRON_ADMISSIONS.inc(len(admitted))  # committed: counted once
     CRON_CATCHUP.inc(catchup)
+    send_hints(conn, run_hints(admitted))  # after the COMMIT: machines waiting wake up
     for run in admitted:
         log.info(
             "run %s pending (schedule %s, %s)",
@@ -239,6 +242,7 @@ def receive_event(
             )
             if run is not None:
                 runs.append(run)
+    send_hints(conn, run_hints(runs))  # after the COMMIT: machines waiting wake up
     for run in runs:
         log.info(
             "run %s pending (webhook %s, %s)",

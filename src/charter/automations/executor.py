@@ -114,7 +114,13 @@ class MachineApi(Protocol):
     async def complete_step(
         self, run_id: str, step_id: str, token: str, output: JsonValue
     ) -> JournalEntry: ...
+    async def complete_and_start(
+        self, run_id: str, step_id: str, token: str, output: JsonValue, next_step: str
+    ) -> JournalEntry: ...
     async def complete_run(self, run_id: str, token: str, output: JsonValue) -> object: ...
+    async def finish(
+        self, run_id: str, token: str, output: JsonValue, *, step: str | None, claim: bool
+    ) -> ClaimedRun | None: ...
     async def fail_run(self, run_id: str, token: str, error: str) -> object: ...
     async def release_run(
         self, run_id: str, token: str, error: str, retry_at: datetime | None
@@ -186,68 +192,136 @@ class RunExecutor:
         once: bool = False,
         poll: float = 1.0,
         max_poll: float = 10.0,
+        slots: int = 1,
     ) -> int:
         """Claim and execute runs until `stop` is set (or, with `once`, after one claim
         attempt). Returns how many runs were executed. Deterministic refusals of the
-        claim itself (an unregistered or disabled machine) are raised."""
+        claim itself (an unregistered or disabled machine) are raised.
+
+        `slots` runs are executed at a time, each under its own lease, by as many claim
+        loops (the machine's concurrency; one run's steps stay strictly in order). With
+        `once`, one slot claims once.
+
+        An idle machine waits inside its claim (the service's long poll answers when a
+        run is admitted), so there is no sleep between claims; a completed run's last
+        request claims the next one. Empty claims are kept `poll` seconds apart all the
+        same (a service that does not wait answers at once), and after a failed claim
+        the pause doubles up to `max_poll`."""
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        if once or slots == 1:
+            return await self._slot(stop, once=once, poll=poll, max_poll=max_poll)
+        loops = [
+            asyncio.ensure_future(self._slot(stop, once=False, poll=poll, max_poll=max_poll))
+            for _ in range(slots)
+        ]
+        try:
+            return sum(await asyncio.gather(*loops))
+        finally:
+            for loop in loops:
+                loop.cancel()  # one slot raised: stop the others too
+
+    async def _slot(self, stop: asyncio.Event, *, once: bool, poll: float, max_poll: float) -> int:
+        """One claim loop: claim, execute, repeat (see `run`)."""
         executed = 0
         idle = poll
+        loop = asyncio.get_running_loop()
+        handed: ClaimedRun | None = None  # claimed by the last run's completion
+        claimed: ClaimedRun | None
         while not stop.is_set():
-            try:
-                claimed = await self.api.claim()
-            except Exception as exc:
-                if not _service_transient(exc):
-                    raise
-                log.warning("claim failed (%s); retrying in %.1f s", _describe(exc), idle)
-                claimed = None
+            began, failed = loop.time(), False
+            if handed is not None:
+                claimed, handed = handed, None
+            else:
+                try:
+                    claimed = await self._claim(stop)
+                except Exception as exc:
+                    if not _service_transient(exc):
+                        raise
+                    log.warning("claim failed (%s); retrying in %.1f s", _describe(exc), idle)
+                    claimed, failed = None, True
             if claimed is not None:
                 idle = poll
-                outcome = await self.execute(claimed, stop)
+                outcome, handed = await self._execute(claimed, stop, claim_next=not once)
                 executed += 1
                 log.info("run %s: %s", claimed.run_id, outcome)
             if once:
                 return executed
             if claimed is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=idle)
-                idle = min(idle * 2, max_poll)
+                pause = idle if failed else poll - (loop.time() - began)
+                if pause > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), timeout=pause)
+                idle = min(idle * 2, max_poll) if failed else poll
+        if handed is not None:  # claimed as the machine stopped: back to the queue at once
+            await self._release(handed, "the machine is stopping", retry=False)
         return executed
+
+    async def _claim(self, stop: asyncio.Event) -> ClaimedRun | None:
+        """One claim (a long poll), abandoned if the machine is told to stop meanwhile."""
+        claim = asyncio.ensure_future(self.api.claim())
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({claim, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not claim.done():
+                claim.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await claim
+        return None if claim.cancelled() else claim.result()
 
     # --- one run ----------------------------------------------------------------------
 
     async def execute(self, claimed: ClaimedRun, stop: asyncio.Event | None = None) -> Outcome:
         """Walk a claimed run's plan from its first incomplete step."""
+        outcome, _ = await self._execute(claimed, stop, claim_next=False)
+        return outcome
+
+    async def _execute(
+        self, claimed: ClaimedRun, stop: asyncio.Event | None, *, claim_next: bool
+    ) -> tuple[Outcome, ClaimedRun | None]:
+        """Walk the plan; with `claim_next`, the run's completion also claims the next
+        run, which comes back with the outcome.
+
+        Each step's output is journalled together with the next step's start (one
+        request, one commit), and the last one together with the run's completion."""
         try:
             plan, policy = plan_from_snapshot(claimed.plan)
         except InvalidPlan as exc:
-            return await self._fail(claimed, f"invalid plan snapshot: {exc.message}")
+            return await self._fail(claimed, f"invalid plan snapshot: {exc.message}"), None
         for step in plan.steps:
             if step.action_id not in self.actions:
-                return await self._fail(
-                    claimed, f"step {step.id!r}: no action host for {step.action_id!r}"
-                )
+                message = f"step {step.id!r}: no action host for {step.action_id!r}"
+                return await self._fail(claimed, message), None
             if not policy.allows(step.action_id):
                 # An authorization failure: deterministic, the run fails before any step.
-                return await self._fail(
-                    claimed, f"step {step.id!r}: {step.action_id!r} is not on the allowlist"
-                )
+                message = f"step {step.id!r}: {step.action_id!r} is not on the allowlist"
+                return await self._fail(claimed, message), None
         try:
             last: JsonValue = None
             outputs: dict[str, JsonValue] = {}  # what `{{ steps.<id>.… }}` reads
-            for step in plan.steps:
+            started: JournalEntry | None = None  # journalled running with the last output
+            unjournalled: str | None = None  # the last step, journalled with the run
+            for index, step in enumerate(plan.steps):
                 entry = claimed.journal.get(step.id)
                 if entry is not None and entry.status == "completed":
                     last = entry.output  # axiom 24: a completed step is never invoked again
                     outputs[step.id] = last
                     continue
                 if stop is not None and stop.is_set():
-                    return await self._release(claimed, "the machine is stopping", retry=False)
-                # Axiom 25: the service confirms the lease by journalling the step running.
-                started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
+                    # A step already journalled running is journalled failed by the
+                    # release; it starts again, with the same key, on the next claim.
+                    released = await self._release(claimed, "the machine is stopping", retry=False)
+                    return released, None
+                if started is None or started.step_id != step.id:
+                    # Axiom 25: the service confirms the lease by journalling the step running.
+                    started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
                 payload = step.render_input(claimed.input, outputs)
                 result = await self._invoke(
                     claimed, step, payload, started.idempotency_key, policy.step_timeout_seconds
                 )
+                started = None
                 if isinstance(result, _Lost):
                     log.warning(
                         "run %s: lease renewal failed during step %s (%s); not advancing",
@@ -255,22 +329,36 @@ class RunExecutor:
                         step.id,
                         _describe(result.reason),
                     )
-                    return Outcome.LOST
+                    return Outcome.LOST, None
                 if isinstance(result, _Raised):
-                    return await self._action_failed(claimed, step, result.error)
+                    return await self._action_failed(claimed, step, result.error), None
                 try:
                     check_value(result.output)
                 except CharterError as exc:
-                    return await self._fail(
-                        claimed, f"step {step.id!r}: the output is not JSON: {exc.message}"
-                    )
+                    message = f"step {step.id!r}: the output is not JSON: {exc.message}"
+                    return await self._fail(claimed, message), None
                 crash_point(STEP_RETURNED_BEFORE_JOURNAL)
-                await self.api.complete_step(claimed.run_id, step.id, claimed.token, result.output)
                 last = outputs[step.id] = result.output
-            await self.api.complete_run(claimed.run_id, claimed.token, last)
-            return Outcome.COMPLETED
+                following = plan.steps[index + 1] if index + 1 < len(plan.steps) else None
+                if following is None:
+                    unjournalled = step.id  # journalled by the run's completion, one commit
+                elif stop is not None and stop.is_set():
+                    await self.api.complete_step(claimed.run_id, step.id, claimed.token, last)
+                else:
+                    started = await self.api.complete_and_start(
+                        claimed.run_id, step.id, claimed.token, last, following.id
+                    )
+            stopping = stop is not None and stop.is_set()
+            handed = await self.api.finish(
+                claimed.run_id,
+                claimed.token,
+                last,
+                step=unjournalled,
+                claim=claim_next and not stopping,
+            )
+            return Outcome.COMPLETED, handed
         except Exception as exc:
-            return await self._service_failed(claimed, exc)
+            return await self._service_failed(claimed, exc), None
 
     async def _invoke(
         self,

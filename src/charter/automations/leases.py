@@ -328,7 +328,11 @@ def start_step(
     (UnknownStep), an earlier step is not completed (StepOutOfOrder) or the step is
     completed already (StepCompleted: a completed step is never invoked again).
     """
-    run = hold_lease(conn, run_id, machine, token, now=now)
+    return _start_held(conn, hold_lease(conn, run_id, machine, token, now=now), step_id, now)
+
+
+def _start_held(conn: Conn, run: RunRecord, step_id: str, now: datetime | None) -> StepRecord:
+    """`start_step` on a run whose lease this transaction holds already."""
     order = plan_step_ids(run)
     if step_id not in order:
         raise UnknownStep(f"run {run.id} has no step {step_id!r}", step_id=step_id)
@@ -373,7 +377,15 @@ def complete_step(
     Repeating the call with the same output after an uncertain acknowledgement answers
     the journal row again; a different output for a completed step is StepCompleted.
     """
-    run = hold_lease(conn, run_id, machine, token, now=now)
+    return _complete_held(
+        conn, hold_lease(conn, run_id, machine, token, now=now), step_id, output, now
+    )
+
+
+def _complete_held(
+    conn: Conn, run: RunRecord, step_id: str, output: JsonValue, now: datetime | None
+) -> StepRecord:
+    """`complete_step` on a run whose lease this transaction holds already."""
     check_value(output)
     params = {"run_id": run.id, "step_id": step_id, "output": Jsonb(output), "now": now}
     with translated(), conn.cursor(row_factory=dict_row) as cur:
@@ -392,6 +404,32 @@ def complete_step(
     return StepRecord.from_dict(row)
 
 
+def complete_and_start(
+    conn: Conn,
+    run_id: uuid.UUID | str,
+    step_id: str,
+    next_step: str,
+    machine: MachineIdentity,
+    token: str,
+    output: JsonValue,
+    *,
+    lease_seconds: float | None = None,
+    now: datetime | None = None,
+) -> tuple[StepRecord, StepRecord, Lease | None]:
+    """Journal `step_id`'s output, then `next_step` running, in one transaction: one
+    round trip per step instead of two, with the order of the journal unchanged (the
+    output is recorded before the run advances; the next step is journalled running
+    before its action is invoked). Any refusal undoes both. With `lease_seconds` the
+    lease is renewed too (a run of many short steps outlives one lease)."""
+    run = hold_lease(conn, run_id, machine, token, now=now)
+    done = _complete_held(conn, run, step_id, output, now)
+    started = _start_held(conn, run, next_step, now)
+    if lease_seconds is None:
+        return done, started, None
+    lease = renew_lease(conn, run.id, machine, token, lease_seconds=lease_seconds, now=now)
+    return done, started, lease
+
+
 def complete_run(
     conn: Conn,
     run_id: uuid.UUID | str,
@@ -399,10 +437,15 @@ def complete_run(
     token: str,
     output: JsonValue,
     *,
+    step: str | None = None,
     now: datetime | None = None,
 ) -> RunRecord:
-    """Complete a run whose every plan step is completed, under the current lease."""
+    """Complete a run whose every plan step is completed, under the current lease;
+    with `step`, that running step's output (the same `output`) is journalled first, in
+    the same transaction (the last step's report and the run's completion, one commit)."""
     run = hold_lease(conn, run_id, machine, token, now=now)
+    if step is not None:
+        _complete_held(conn, run, step, output, now)
     check_value(output)
     done = {s.step_id for s in run_steps(conn, run.id) if s.status == "completed"}
     missing = [step for step in plan_step_ids(run) if step not in done]

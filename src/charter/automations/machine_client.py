@@ -29,6 +29,9 @@ from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339, parse_rfc3339
 
+# How long a claim waits for a run by default (a long poll); the service's cap is 30 s.
+DEFAULT_WAIT_SECONDS = 20.0
+
 
 @dataclass(frozen=True)
 class JournalEntry:
@@ -87,7 +90,8 @@ class MachineClient:
     """Calls `/v1/machine/...` at `base_url` as the machine whose key is `key`.
 
     `base_url` must be the API's public origin (what the service compares `htu` with);
-    `now` is the clock proofs take their `iat` from.
+    `now` is the clock proofs take their `iat` from. A claim waits up to `wait` seconds
+    for a run (a long poll; 0 answers at once); its deadline is `timeout` past that.
     """
 
     def __init__(
@@ -98,11 +102,13 @@ class MachineClient:
         now: Callable[[], datetime] | None = None,
         lease_seconds: float = leases.DEFAULT_LEASE_SECONDS,
         timeout: float = DEFAULT_TIMEOUT,
+        wait: float = DEFAULT_WAIT_SECONDS,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.key = key
         self.lease_seconds = lease_seconds
+        self.wait = wait
         self.timeout = timeout  # the deadline of every call, in seconds
         self._now = now or (lambda: datetime.now(UTC))
         self._owns_http = http is None
@@ -120,11 +126,14 @@ class MachineClient:
 
     # --- the protocol -----------------------------------------------------------------
 
-    async def claim(self) -> ClaimedRun | None:
-        """Claim a run for this machine's target, or None (204) when there is none."""
-        response = await self._request(
-            "POST", "/v1/machine/runs/claim", {"lease_seconds": self.lease_seconds}
-        )
+    async def claim(self, wait: float | None = None) -> ClaimedRun | None:
+        """Claim a run for this machine's target, or None (204) when there is none
+        within `wait` seconds (default: this client's `wait`)."""
+        waited = self.wait if wait is None else wait
+        body: JsonObject = {"lease_seconds": self.lease_seconds}
+        if waited > 0:
+            body["wait"] = waited
+        response = await self._request("POST", "/v1/machine/runs/claim", body, extra=waited)
         if response.status_code == 204:
             return None
         return ClaimedRun.from_json(ijson.loads(response.content))
@@ -157,6 +166,23 @@ class MachineClient:
         )
         return JournalEntry.from_json(body["step"])
 
+    async def complete_and_start(
+        self, run_id: str, step_id: str, token: str, output: JsonValue, next_step: str
+    ) -> JournalEntry:
+        """Journal the step's output and the next step running and renew the lease, in
+        one request; the next step's entry (with its idempotency key) comes back."""
+        body = await self._json(
+            "POST",
+            f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/complete",
+            {
+                "token": token,
+                "output": output,
+                "next": next_step,
+                "lease_seconds": self.lease_seconds,  # renewed at every step, too
+            },
+        )
+        return JournalEntry.from_json(body["next"])
+
     async def complete_run(self, run_id: str, token: str, output: JsonValue) -> JsonObject:
         body = await self._json(
             "POST",
@@ -164,6 +190,20 @@ class MachineClient:
             {"token": token, "output": output},
         )
         return _object(body["run"])
+
+    async def finish(
+        self, run_id: str, token: str, output: JsonValue, *, step: str | None, claim: bool
+    ) -> ClaimedRun | None:
+        """Complete the run in one request: journal `step`'s output first (when given)
+        and, with `claim`, claim this machine's next run, which comes back (or None)."""
+        request: JsonObject = {"token": token, "output": output}
+        if step is not None:
+            request["step"] = step
+        if claim:
+            request["claim"] = {"lease_seconds": self.lease_seconds}
+        body = await self._json("POST", f"/v1/machine/runs/{_segment(run_id)}/complete", request)
+        claimed = body.get("claim")
+        return ClaimedRun.from_json(claimed) if claimed is not None else None
 
     async def fail_run(self, run_id: str, token: str, error: str) -> JsonObject:
         body = await self._json(
@@ -192,7 +232,11 @@ class MachineClient:
         response = await self._request(method, path, body)
         return _object(ijson.loads(response.content))
 
-    async def _request(self, method: str, path: str, body: JsonObject) -> httpx.Response:
+    async def _request(
+        self, method: str, path: str, body: JsonObject, *, extra: float = 0.0
+    ) -> httpx.Response:
+        """One request with a fresh proof, within `timeout` (+ `extra`: a long poll's
+        wait) seconds."""
         headers = {
             "DPoP": self.proof(method, path),
             "Content-Type": "application/json",
@@ -200,11 +244,12 @@ class MachineClient:
         }
         response = await deadline.arequest(
             self._http,
-            self.timeout,
+            self.timeout + extra,
             method,
             self.base_url + path,
             headers=headers,
             content=_encode(body),
+            timeout=self.timeout + extra,  # a long poll waits longer than a read timeout
         )
         raise_for_answer(response)
         return response

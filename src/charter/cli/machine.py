@@ -16,7 +16,11 @@ from charter.automations.actions import default_registry
 from charter.automations.dpop import public_jwk as jwk_of
 from charter.automations.dpop import thumbprint
 from charter.automations.executor import ExecutorOptions, RunExecutor
-from charter.automations.machine_client import MachineClient, register_machine
+from charter.automations.machine_client import (
+    DEFAULT_WAIT_SECONDS,
+    MachineClient,
+    register_machine,
+)
 from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
@@ -118,9 +122,25 @@ def run(
     max_attempts: Annotated[
         int, typer.Option(min=1, help="Claims of a run before a transient failure fails it.")
     ] = 5,
+    wait: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=30.0,
+            help="Seconds each claim waits for a run to be admitted (a long poll; 0: none).",
+        ),
+    ] = DEFAULT_WAIT_SECONDS,
     poll: Annotated[
-        float, typer.Option(min=0.05, help="Seconds between claims when there is no run.")
+        float,
+        typer.Option(
+            min=0.05,
+            help="Least seconds between empty claims; after a failed claim this doubles "
+            "up to 10 s.",
+        ),
     ] = 1.0,
+    slots: Annotated[
+        int, typer.Option(min=1, max=64, help="Runs executed at a time, each under its lease.")
+    ] = 1,
     log_level: LogLevel = LogLevelName.info,
     log_format: LogFormat = LogFormatName.text,
     verbose: Annotated[
@@ -140,7 +160,16 @@ def run(
     key = read_secret_key_file(key_path(settings, chosen))
     options = ExecutorOptions(heartbeat=heartbeat, max_attempts=max_attempts)
     executed = asyncio.run(
-        _run(settings, key, options, lease_seconds=lease_seconds, once=once, poll=poll)
+        _run(
+            settings,
+            key,
+            options,
+            lease_seconds=lease_seconds,
+            once=once,
+            wait=wait,
+            poll=poll,
+            slots=slots,
+        )
     )
     typer.echo(f"machine {chosen} stopped; executed {executed} run(s)", err=True)
 
@@ -152,15 +181,17 @@ async def _run(
     *,
     lease_seconds: float,
     once: bool,
+    wait: float,
     poll: float,
+    slots: int,
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with MachineClient(settings.api_url, key, lease_seconds=lease_seconds) as api:
+    async with MachineClient(settings.api_url, key, lease_seconds=lease_seconds, wait=wait) as api:
         executor = RunExecutor(api, default_registry(settings), options)
-        return await executor.run(stop, once=once, poll=poll, max_poll=max(poll, 10.0))
+        return await executor.run(stop, once=once, poll=poll, max_poll=max(poll, 10.0), slots=slots)
 
 
 def _machine_id(settings: Settings, machine_id: str | None) -> str:

@@ -16,6 +16,7 @@ import uvicorn
 from rich.console import Console
 
 from charter.api.app import create_app
+from charter.api.state import Services
 from charter.cli.prefork import POOL_SIZE, serve_workers
 from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
@@ -32,6 +33,13 @@ class QuietServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Waiting long-poll claims answer 204 now instead of holding the shutdown up.
+        services = getattr(getattr(self.config.app, "state", None), "charter", None)
+        if isinstance(services, Services):
+            services.wakeups.drain()
+        await super().shutdown(sockets)
 
 
 def public_settings(settings: Settings, host: str, port: int) -> Settings:

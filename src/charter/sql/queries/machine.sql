@@ -162,3 +162,7 @@ SET status = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires_at
         coalesce(%(now)s, now()) + make_interval(secs => %(max_delay)s))
 WHERE id = %(run_id)s
 RETURNING *
+
+-- listen_for_runs --
+-- Subscribe the API's wake-up connection to the hints that runs became claimable.
+LISTEN runs_claimable
