@@ -12,6 +12,7 @@ from charter.api import (
     routes_automations,
     routes_events,
     routes_machine,
+    routes_operator,
     routes_ops,
     routes_processes,
     routes_runs,
@@ -67,6 +68,7 @@ def create_app(
     for module in (
         routes_ops,
         routes_events,
+        routes_operator,
         routes_processes,
         routes_workflows,
         routes_actors,
