@@ -16,6 +16,7 @@ from charter.api import (
     routes_ops,
     routes_processes,
     routes_runs,
+    routes_stream,
     routes_webhooks,
     routes_workflows,
 )
@@ -30,6 +31,7 @@ from charter.core.config import Settings
 from charter.core.errors import TooLarge
 from charter.db.database import Database
 from charter.engine.process_event import Engine, Reads
+from charter.operator.hub import HintHub
 
 
 def create_app(
@@ -48,6 +50,8 @@ def create_app(
         description="Governed workflows: signed, hash-chained events on PostgreSQL.",
     )
     app.state.charter = Services(database, engine, Reads(database), settings)
+    # One LISTEN connection for every /v1/stream client, started by the first of them.
+    app.state.hints = HintHub(database.url)
     install_error_handlers(app)
 
     async def record_refused_event(scope: Scope, exc: TooLarge) -> None:
@@ -74,6 +78,7 @@ def create_app(
         routes_actors,
         routes_automations,
         routes_runs,
+        routes_stream,
         routes_webhooks,
         routes_machine,
     ):

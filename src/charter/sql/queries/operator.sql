@@ -85,3 +85,11 @@ WHERE (%(status)s::text IS NULL OR q.status = %(status)s)
        OR (q.queued_at, q.id) > (%(after_at)s, %(after_id)s::uuid))
 ORDER BY q.queued_at, q.id
 LIMIT %(limit)s
+
+-- listen_for_hints --
+-- Subscribe the stream's one LISTEN connection to every channel it relays.
+LISTEN charter_events;
+LISTEN scheduled_actions_changed;
+LISTEN automation_queue_changed;
+LISTEN charter_work_failed;
+LISTEN charter_runs
