@@ -93,7 +93,7 @@ def _messages(lines: Iterator[str]) -> Iterator[Message]:
 def _create(h: Harness, workflow: str = "tests/errands") -> tuple[str, str]:
     clerk = h.keys["clerk"]
     process_id = new_id("s")
-    body = {"amount": 1} if workflow == "tests/errands" else {}
+    body: JsonObject = {"amount": 1} if workflow == "tests/errands" else {}
     made = h.accept(sign(h.envelope(clerk, process_id, "create", body, workflow=workflow), clerk))
     return process_id, str(made["hash"])
 
