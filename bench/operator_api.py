@@ -140,6 +140,11 @@ def list_cases(http: httpx.Client, pages: int) -> dict[str, Callable[[], object]
         assert response.status_code == 200, response.text
         return response
 
+    def stats() -> object:
+        response = http.get("/v1/stats")
+        assert response.status_code == 200, response.text
+        return response
+
     return {
         "first page, no filter (limit 50)": get(limit=50),
         "first page, limit 500": get(limit=500),
@@ -150,6 +155,7 @@ def list_cases(http: httpx.Client, pages: int) -> dict[str, Callable[[], object]
         "q = id prefix (p-ab)": get(q="p-ab"),
         "updated_after 1 day ago": get(updated_after=_ago(86400)),
         f"page {pages} by cursor": next_deep,
+        "GET /v1/stats (counts every process)": stats,
     }
 
 
