@@ -31,8 +31,8 @@ def test_hints_are_numbered_and_keep_only_ids_and_names() -> None:
     assert first.data == json.loads(EVENT)
     assert (second.id, second.kind, second.principal) == (2, "run", "ann")
     assert second.data == {"id": "r", "status": "running"}
-    assert first.to_sse().startswith("id: 1\nevent: event\ndata: {")
-    assert first.to_sse().endswith("\n\n")
+    assert first.to_sse(hub.epoch).startswith(f"id: {hub.epoch}-1\nevent: event\ndata: {{")
+    assert first.to_sse(hub.epoch).endswith("\n\n")
 
 
 def test_unknown_channels_and_bad_payloads_are_ignored() -> None:
@@ -73,11 +73,11 @@ def test_last_event_id_replays_what_was_missed() -> None:
     hub = _hub()
     for _ in range(5):
         hub.publish("charter_events", EVENT)
-    _, missed = hub.subscribe(_all, "3")
+    _, missed = hub.subscribe(_all, f"{hub.epoch}-3")
     assert [hint.id for hint in missed] == [4, 5]
-    _, nothing = hub.subscribe(_all, "5")
+    _, nothing = hub.subscribe(_all, f"{hub.epoch}-5")
     assert nothing == []
-    _, everything = hub.subscribe(_all, "0")
+    _, everything = hub.subscribe(_all, f"{hub.epoch}-0")
     assert [hint.id for hint in everything] == [1, 2, 3, 4, 5]
 
 
@@ -85,7 +85,7 @@ def test_replay_applies_the_subscribers_scopes() -> None:
     hub = _hub()
     hub.publish("charter_runs", json.dumps({"id": "r", "status": "pending", "principal": "x"}))
     hub.publish("charter_events", EVENT)
-    _, missed = hub.subscribe(lambda hint: hint.kind != "run", "0")
+    _, missed = hub.subscribe(lambda hint: hint.kind != "run", f"{hub.epoch}-0")
     assert [hint.kind for hint in missed] == ["event"]
 
 
@@ -93,10 +93,11 @@ def test_an_id_older_than_the_buffer_or_from_elsewhere_gets_a_reset() -> None:
     hub = _hub(buffer=2)
     for _ in range(4):
         hub.publish("charter_events", EVENT)
-    for last in ("1", "9", "-1", "abc"):
+    other = _hub()  # another API process, or this one before a restart
+    for last in (f"{hub.epoch}-1", f"{hub.epoch}-9", f"{other.epoch}-3", "3", "abc", ""):
         _, missed = hub.subscribe(_all, last)
-        assert [(hint.kind, hint.id) for hint in missed] == [("reset", 4)]
-    _, missed = hub.subscribe(_all, "2")
+        assert [(hint.kind, hint.id) for hint in missed] == [("reset", 4)], last
+    _, missed = hub.subscribe(_all, f"{hub.epoch}-2")
     assert [hint.id for hint in missed] == [3, 4]
 
 

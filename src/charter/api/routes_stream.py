@@ -65,13 +65,13 @@ async def _messages(hub: HintHub, subscriber: Subscriber, missed: list[Hint]) ->
     try:
         yield ": connected\n\n"  # headers and a first chunk now: the client knows it is in
         for hint in missed:
-            yield hint.to_sse()
+            yield hint.to_sse(hub.epoch)
         while not subscriber.dropped:
             try:
                 hint = await asyncio.wait_for(subscriber.queue.get(), hub.keepalive_seconds)
             except TimeoutError:
                 yield ": keep-alive\n\n"
                 continue
-            yield hint.to_sse()
+            yield hint.to_sse(hub.epoch)
     finally:
         hub.unsubscribe(subscriber)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,9 +48,9 @@ class Hint:
     data: JsonObject
     principal: str | None = None  # a run's owner: only they (and `*`) see it
 
-    def to_sse(self) -> str:
+    def to_sse(self, epoch: str) -> str:
         payload = json.dumps(self.data, separators=(",", ":"), sort_keys=True)
-        return f"id: {self.id}\nevent: {self.kind}\ndata: {payload}\n\n"
+        return f"id: {epoch}-{self.id}\nevent: {self.kind}\ndata: {payload}\n\n"
 
 
 class Subscriber:
@@ -69,6 +70,9 @@ class HintHub:
         self.queue_size = queue_size
         self.max_backoff = max_backoff
         self.keepalive_seconds = 15.0
+        # Message ids are `<epoch>-<n>`: a Last-Event-ID from another API process (or
+        # from before a restart) names another epoch and gets a reset, not wrong hints.
+        self.epoch = secrets.token_hex(4)
         self.last_id = 0
         self.dropped = 0
         self._ring: deque[Hint] = deque(maxlen=buffer)
@@ -174,8 +178,9 @@ class HintHub:
     def _missed(self, visible: Callable[[Hint], bool], last_event_id: str | None) -> list[Hint]:
         if last_event_id is None:
             return []
+        epoch, _, number = last_event_id.strip().rpartition("-")
         try:
-            last = int(last_event_id.strip())
+            last = int(number) if epoch == self.epoch else -1
         except ValueError:
             last = -1
         oldest = self._ring[0].id if self._ring else self.last_id + 1
