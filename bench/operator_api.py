@@ -1,6 +1,7 @@
 """The operator API at scale: `GET /v1/processes` latency over 100,000 processes (first
 pages with each filter, and pages deep into the list by cursor), and the live stream's
-fan-out latency (hint sent → received by every one of N `GET /v1/stream` subscribers).
+fan-out latency (hint sent → received by every one of N `GET /v1/stream` subscribers),
+and what migration 0014's indexes on processes cost the engine's event appends.
 (Named operator_api.py: an `operator.py` in bench/ would shadow the standard library's
 `operator` module for every script here.)
 
@@ -228,6 +229,67 @@ async def fan_out(
     return each, every
 
 
+# --- what the indexes cost the engine ---------------------------------------------------
+
+# Migration 0014's process indexes, and the one it replaced.
+WITH_INDEXES = (
+    "CREATE INDEX processes_recent ON charter.processes (updated_at, id)",
+    "CREATE INDEX processes_workflow_recent ON charter.processes (workflow_path, updated_at, id)",
+    "CREATE INDEX processes_id_prefix ON charter.processes (id text_pattern_ops)",
+    "DROP INDEX charter.processes_workflow",
+)
+WITHOUT_INDEXES = (
+    "DROP INDEX charter.processes_recent",
+    "DROP INDEX charter.processes_workflow_recent",
+    "DROP INDEX charter.processes_id_prefix",
+    "CREATE INDEX processes_workflow ON charter.processes (workflow_path)",
+)
+
+
+def index_cost(url: str, runs: int, seconds: float, writers: int) -> list[dict[str, str]]:
+    """Events/s appended in-process by `writers` threads (bench/engine.py's writers, each on
+    its own process) over the loaded processes table, with 0014's indexes and with the
+    indexes before it, interleaved run by run. Every event updates its process row
+    (head, seq, state, updated_at): with an index on updated_at that update can no longer
+    be HOT, so it writes an entry into each of the table's indexes."""
+    # Imported here: only this section needs the engine bench's workflow and writers.
+    from charter.core.ed25519 import SecretKey
+    from charter.core.envelope import Envelope, sign
+    from charter.engine import actors
+    from charter.engine.process_event import Engine
+    from engine import DEFINITION, WORKFLOW, run_writers
+
+    rates: dict[str, list[float]] = {"0014 indexes": [], "before 0014": []}
+    with Database(url, max_size=writers + 4) as database:
+        engine = Engine(database)
+        key = SecretKey.generate()
+        with database.connection(Role.ENGINE) as conn:
+            engine.registry.deploy(conn, WORKFLOW, DEFINITION)
+            actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
+            conn.commit()
+
+        def submit(env: Envelope, signer: SecretKey) -> str:
+            return engine.process_event(sign(env, signer)).hash
+
+        for _ in range(runs):
+            for side, ddl in (("before 0014", WITHOUT_INDEXES), ("0014 indexes", WITH_INDEXES)):
+                with psycopg.connect(url, autocommit=True) as conn:
+                    for statement in ddl:
+                        conn.execute(statement)
+                    conn.execute("VACUUM ANALYZE charter.processes")
+                figures = run_writers(writers, seconds, key, submit)
+                rates[side].append(float(figures["events/s"]))  # type: ignore[arg-type]
+    before = statistics.median(rates["before 0014"])
+    return [
+        {
+            "process indexes": side,
+            "events/s": _spread(values, digits=0),
+            "vs before 0014": f"{statistics.median(values) / before:.2f}x",
+        }
+        for side, values in rates.items()
+    ]
+
+
 # --- report -----------------------------------------------------------------------------
 
 
@@ -238,11 +300,11 @@ def summary(runs: Sequence[Sequence[float]]) -> dict[str, str]:
     return {"p50 ms": _spread(p50), "p99 ms": _spread(p99)}
 
 
-def _spread(values: Sequence[float]) -> str:
+def _spread(values: Sequence[float], digits: int = 2) -> str:
     middle = statistics.median(values)
     if len(values) == 1:
-        return f"{middle:.2f}"
-    return f"{middle:.2f} ({min(values):.2f}-{max(values):.2f})"
+        return f"{middle:.{digits}f}"
+    return f"{middle:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def main(args: argparse.Namespace) -> None:
@@ -285,6 +347,14 @@ def main(args: argparse.Namespace) -> None:
         finally:
             process.terminate()
             process.join(timeout=30)
+        if args.index_seconds > 0:
+            rows = index_cost(url, args.runs, args.index_seconds, writers=4)
+            title = (
+                f"what 0014's indexes cost process_event: 4 writers, {args.index_seconds:g} s"
+                f" per run, {args.runs} run(s) interleaved: median (min-max); higher is better,"
+                " a ratio under 1 is the cost"
+            )
+            print_results(title, rows, width=120)
 
 
 if __name__ == "__main__":
@@ -295,9 +365,16 @@ if __name__ == "__main__":
     parser.add_argument("--hints", type=int, default=200, help="hints per fan-out run")
     parser.add_argument("--subscribers", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--index-seconds",
+        type=float,
+        default=4.0,
+        help="per run of the index-cost section (0: skip)",
+    )
     parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
     parsed = parser.parse_args()
     if parsed.quick:
-        parsed.processes, parsed.requests, parsed.hints = 100_000, 20, 20
+        parsed.processes, parsed.requests, parsed.hints = 50_000, 20, 20
         parsed.subscribers = [1, 20]
+        parsed.index_seconds = 1.0
     main(parsed)
