@@ -3,7 +3,7 @@
 
 -- GET /v1/processes pages newest first by (updated_at, id). Without this index a page of
 -- 100,000 processes sorts them all. It costs the engine its HOT updates of process rows
--- (updated_at changes with every event), measured in bench/operator.py's notes.
+-- (updated_at changes with every event): bench/operator_api.py measures what that costs.
 CREATE INDEX processes_recent ON charter.processes (updated_at, id);
 
 -- The workflow filter pages in the same order; this replaces processes_workflow, whose
