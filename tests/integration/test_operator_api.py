@@ -11,7 +11,8 @@ import pytest
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database, connect
-from tests.integration.apikit import ERRANDS, OTHER, Harness, bearer, make_harness, new_id
+from tests.integration.apikit import ERRANDS, OTHER, Harness, bearer, new_id
+from tests.integration.machinekit import machine_harness, register
 
 TIMERS = "ops/timers"
 PARENT = "ops/parent"
@@ -58,7 +59,7 @@ TIMERS_DEFINITION: JsonObject = {
 
 @pytest.fixture(scope="module")
 def h(database: Database) -> Iterator[Harness]:
-    harness = make_harness(database)
+    harness = machine_harness(database)  # DPoP proofs bound to the TestClient's origin
     harness.deploy(TIMERS, TIMERS_DEFINITION)
     harness.deploy("ops/child", CHILD_DEFINITION)
     harness.deploy(PARENT, PARENT_DEFINITION)
@@ -256,6 +257,29 @@ def test_stats_count_processes_work_runs_and_machines(h: Harness) -> None:
     assert stats["runs"] == {}
     assert stats["machines_seen_recently"] == 0
     assert stats["as_of"].startswith("2026-06-18")
+
+
+def test_stats_count_the_principals_runs_and_machines_that_authenticated(h: Harness) -> None:
+    token = h.token("processes:read", "runs:read", "automations:read", principal="alice")
+    before = _get(h, "/v1/stats", token)
+    assert before["machines_seen_recently"] == 0
+    writer = h.token("automations:write", "runs:execute", principal="alice")
+    created = h.http.post(
+        "/v1/automations", json={"name": "stats", "target": "stats-box"}, headers=bearer(writer)
+    )
+    automation = created.json()["id"]
+    plan = {"version": 1, "steps": [{"id": "only", "actionId": "http.request", "input": {}}]}
+    h.http.put(f"/v1/automations/{automation}/plan", json=plan, headers=bearer(writer))
+    run = h.http.post(f"/v1/automations/{automation}/runs", headers=bearer(writer))
+    assert run.status_code == 201, run.text
+    machine = register(h, "stats-box", principal="alice")
+    assert machine.claim().status_code == 200  # a DPoP-authenticated request
+    after = _get(h, "/v1/stats", token)
+    assert after["runs"].get("running", 0) == before["runs"].get("running", 0) + 1
+    assert after["machines_seen_recently"] == 1
+    others = _get(h, "/v1/stats", h.token("processes:read", "runs:read", "automations:read"))
+    assert others["machines_seen_recently"] == 0  # principal `tester` has no machines
+    assert others["runs"].get("running", 0) == 0
 
 
 def test_stats_leave_out_what_the_token_cannot_read(h: Harness) -> None:

@@ -15,7 +15,7 @@ import pytest
 from charter.api.app import create_app
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject
-from charter.db.database import Database
+from charter.db.database import Database, connect
 from charter.operator.hub import HintHub
 from tests.integration.apikit import Harness, bearer, make_harness, new_id
 from tests.integration.liveserver import live_server
@@ -135,6 +135,22 @@ def test_a_new_scheduled_action_arrives_as_a_work_hint(h: Harness, url: str) -> 
         work = _next(messages, "work")
     assert work.data["process_id"] == process_id
     assert work.data["action_name"] == "nudge"
+    assert work.data["kind"] == "scheduled_action"
+
+
+def test_a_failed_attempt_arrives_as_a_work_hint(h: Harness, url: str) -> None:
+    process_id, _ = _create(h, "ops/stream-timers")
+    with subscribed(url, h.admin) as messages:
+        with connect(h.database.url) as conn:  # as the worker's bookkeeping records it
+            conn.execute(
+                "UPDATE charter.scheduled_actions SET attempts = attempts + 1,"
+                " last_attempt_at = now(), last_attempt_result = 'transient_error',"
+                " last_attempt_error = 'timeout' WHERE process_id = %s",
+                (process_id,),
+            )
+        work = _next(messages, "work")
+    assert work.data["process_id"] == process_id
+    assert work.data["status"] == "active"
     assert work.data["kind"] == "scheduled_action"
 
 
