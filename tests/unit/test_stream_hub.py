@@ -118,3 +118,21 @@ def test_queues_are_asyncio_queues_a_stream_can_await() -> None:
         return await asyncio.wait_for(subscriber.queue.get(), 5)
 
     assert asyncio.run(scenario()).kind == "event"
+
+
+def test_the_listener_starts_anew_in_a_new_event_loop() -> None:
+    hub = HintHub("postgresql://postgres@127.0.0.1:1/nowhere")  # nothing listens there
+
+    async def attempt() -> bool:
+        return await hub.started(timeout=0.01)
+
+    first = asyncio.new_event_loop()  # left open, its listener task still pending in it
+    try:
+        assert first.run_until_complete(attempt()) is False
+        assert asyncio.run(attempt()) is False  # a task of its own, not the other loop's
+    finally:
+        pending = asyncio.all_tasks(first)
+        for task in pending:
+            task.cancel()
+        first.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        first.close()

@@ -85,7 +85,9 @@ class HintHub:
     async def started(self, timeout: float = 10.0) -> bool:
         """Start the listener in this event loop if it is not running; True once it
         listens (False if it could not within `timeout`)."""
-        if self._task is None or self._task.done():
+        loop = asyncio.get_running_loop()
+        # A task of another (finished) loop — a test client's — cannot be awaited here.
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
             self._listening = asyncio.Event()
             self._task = asyncio.create_task(self._listen(), name="charter-stream-listener")
         assert self._listening is not None
