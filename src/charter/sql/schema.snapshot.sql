@@ -1051,7 +1051,6 @@ BEGIN
     RETURN NULL;
 END
 $function$;
-GRANT EXECUTE ON FUNCTION notify_run_changed_v1() TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION charter.notify_work_failed_v1()
  RETURNS trigger
@@ -1067,7 +1066,6 @@ BEGIN
     RETURN NULL;
 END
 $function$;
-GRANT EXECUTE ON FUNCTION notify_work_failed_v1() TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION charter.reclaim_expired_leases(p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS TABLE(scheduled integer, queued integer)

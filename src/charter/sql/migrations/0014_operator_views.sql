@@ -59,3 +59,7 @@ FOR EACH ROW
 WHEN (NEW.last_attempt_result IN ('failed', 'transient_error')
       AND NEW.last_attempt_at IS DISTINCT FROM OLD.last_attempt_at)
 EXECUTE FUNCTION charter.notify_work_failed_v1();
+
+-- Trigger functions run whoever fires the trigger; nobody calls them directly.
+REVOKE EXECUTE ON FUNCTION charter.notify_run_changed_v1() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION charter.notify_work_failed_v1() FROM PUBLIC;
