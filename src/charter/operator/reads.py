@@ -72,8 +72,9 @@ def list_processes(conn: Conn, where: ProcessFilter, *, cursor: str | None, limi
     start = decode_cursor(cursor)
     exact, prefix = workflow_filter(where.workflow)
     with translated(), conn.cursor(row_factory=dict_row) as cur:
+        name = "list_processes" if where.id_like is None else "list_processes_by_id_prefix"
         rows = cur.execute(
-            query("list_processes"),
+            query(name),
             {
                 "workflow": exact,
                 "workflow_prefix": prefix,

@@ -18,6 +18,28 @@ WHERE (%(workflow)s::text IS NULL OR p.workflow_path = %(workflow)s)
 ORDER BY p.updated_at DESC, p.id DESC
 LIMIT %(limit)s
 
+-- list_processes_by_id_prefix --
+-- list_processes for a `q` (id prefix): the same rows in the same order, but sorted
+-- after an id-prefix index scan. `+ interval '0'` keeps the planner off the
+-- (updated_at, id) index, whose backward scan it would pick and then filter a third of
+-- the table to find one page (bench/operator_api.py: 38 ms instead of 2 ms at 100,000).
+SELECT p.id, p.workflow_path, p.state, p.data, p.head_hash, p.seq, p.parent_id,
+       p.parent_event_hash, p.created_at, p.updated_at,
+       ARRAY(SELECT c.id FROM charter.processes c WHERE c.parent_id = p.id
+             ORDER BY c.created_at, c.id) AS children
+FROM charter.processes p
+WHERE (%(workflow)s::text IS NULL OR p.workflow_path = %(workflow)s)
+  AND (%(workflow_prefix)s::text IS NULL OR starts_with(p.workflow_path, %(workflow_prefix)s))
+  AND (%(state)s::text IS NULL OR p.state = %(state)s)
+  AND (%(parent)s::text IS NULL OR p.parent_id = %(parent)s)
+  AND (%(updated_after)s::timestamptz IS NULL OR p.updated_at > %(updated_after)s)
+  AND (%(updated_before)s::timestamptz IS NULL OR p.updated_at < %(updated_before)s)
+  AND p.id LIKE %(id_like)s
+  AND (%(before_at)s::timestamptz IS NULL
+       OR (p.updated_at, p.id) < (%(before_at)s, %(before_id)s::text))
+ORDER BY p.updated_at + interval '0' DESC, p.id DESC
+LIMIT %(limit)s
+
 -- process_counts --
 -- How many processes each workflow has in each state.
 SELECT workflow_path, state, count(*) FROM charter.processes
