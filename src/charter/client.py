@@ -167,6 +167,34 @@ class CharterClient:
     def automation(self, process_id: str) -> JsonObject:
         return self._json("GET", f"/v1/processes/{_segment(process_id)}/automation")
 
+    # --- operator views (issue 11) ----------------------------------------------------
+
+    def list_processes(self, **filters: str | int | None) -> JsonObject:
+        """A page of GET /v1/processes: `{"processes", "next_cursor"}`; filters as the
+        query parameters (workflow, state, parent, updated_after, updated_before, q,
+        cursor, limit), None left out."""
+        return self._json("GET", "/v1/processes", params=_params(filters))
+
+    def stats(self) -> JsonObject:
+        return self._json("GET", "/v1/stats")
+
+    def scheduled(self, **filters: str | int | None) -> JsonObject:
+        """A page of GET /v1/automation/scheduled: `{"scheduled", "next_cursor"}`."""
+        return self._json("GET", "/v1/automation/scheduled", params=_params(filters))
+
+    def queue(self, **filters: str | int | None) -> JsonObject:
+        """A page of GET /v1/automation/queue: `{"queue", "next_cursor"}`."""
+        return self._json("GET", "/v1/automation/queue", params=_params(filters))
+
+    def machines(self) -> list[JsonObject]:
+        return cast("list[JsonObject]", self._json("GET", "/v1/machines")["machines"])
+
+    def disable_machine(self, machine_id: str) -> JsonObject:
+        return self._json("POST", f"/v1/machines/{_segment(machine_id)}/disable")
+
+    def enable_machine(self, machine_id: str) -> JsonObject:
+        return self._json("POST", f"/v1/machines/{_segment(machine_id)}/enable")
+
     def workflows(self) -> list[JsonObject]:
         return cast("list[JsonObject]", self._json("GET", "/v1/workflows")["workflows"])
 
@@ -222,6 +250,10 @@ class CharterClient:
         return send(
             self._http, self.timeout, self.base_url, method, path, headers=headers, **kwargs
         )
+
+
+def _params(filters: dict[str, str | int | None]) -> dict[str, str]:
+    return {key: str(value) for key, value in filters.items() if value is not None}
 
 
 def _segment(value: str) -> str:

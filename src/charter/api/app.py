@@ -20,9 +20,11 @@ from charter.api import (
     routes_automations,
     routes_events,
     routes_machine,
+    routes_operator,
     routes_ops,
     routes_processes,
     routes_runs,
+    routes_stream,
     routes_webhooks,
     routes_workflows,
 )
@@ -40,6 +42,7 @@ from charter.core.config import Settings
 from charter.core.errors import TooLarge
 from charter.db.database import Database
 from charter.engine.process_event import Engine, Reads
+from charter.operator.hub import HintHub
 
 
 def create_app(
@@ -69,6 +72,8 @@ def create_app(
     # Per app, not global: each app reads its own database at scrape time.
     app.state.live_metrics = CollectorRegistry(auto_describe=False)
     app.state.live_metrics.register(LiveStateCollector(database))
+    # One LISTEN connection for every /v1/stream client, started by the first of them.
+    app.state.hints = HintHub(database.url)
     install_error_handlers(app)
 
     async def record_refused_event(scope: Scope, exc: TooLarge) -> None:
@@ -80,11 +85,13 @@ def create_app(
     for module in (
         routes_ops,
         routes_events,
+        routes_operator,
         routes_processes,
         routes_workflows,
         routes_actors,
         routes_automations,
         routes_runs,
+        routes_stream,
         routes_webhooks,
         routes_machine,
     ):

@@ -13,12 +13,14 @@ from charter.api.auth import require
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.automations import control, ledger
+from charter.automations.control import Control
 from charter.core.errors import Malformed
 from charter.db.database import Role
 
 router = APIRouter(tags=["runs"])
 Context = Annotated[Services, Depends(services)]
 Reader = Annotated[TokenInfo, Depends(require("runs:read"))]
+Executor = Annotated[TokenInfo, Depends(require("runs:execute"))]
 
 
 @router.get("/v1/runs")
@@ -56,6 +58,34 @@ def show_run(run_id: str, context: Context, token: Reader) -> JSONResponse:
         run = ledger.get_run(conn, token.principal, run_id)
         steps = ledger.run_steps(conn, run.id)
     return JSONResponse({**run.to_json(), "steps": [s.to_json() for s in steps]})
+
+
+@router.post("/v1/runs/{run_id}/cancel")
+def cancel_run(run_id: str, context: Context, token: Executor) -> JSONResponse:
+    """Cancel a pending or running run: it fails with `cancelled by an operator`, and a
+    machine holding it is refused from its next call on (409 `run_finished` if it has
+    finished already)."""
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        run = ledger.cancel_run(
+            conn, token.principal, run_id, now=context.engine.clock.now_or_none()
+        )
+    return JSONResponse(run.to_json())
+
+
+@router.post("/v1/runs/{run_id}/retry", status_code=201)
+def retry_run(run_id: str, context: Context, token: Executor) -> JSONResponse:
+    """Retry a failed run: admit a new manual run of its automation with the same input
+    and the automation's current plan (409 `run_not_failed` for a run that has not
+    failed; 409 when the automation is paused or has no plan). Answers the new run."""
+    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        failed = ledger.get_run(conn, token.principal, run_id)
+        if failed.status != "failed":
+            raise ledger.RunNotFailed(
+                f"run {failed.id} is {failed.status}: only a failed run is retried"
+            )
+        control = Control(conn, token.principal, context.engine.clock)
+        run = control.trigger(failed.automation_id, failed.input)
+    return JSONResponse(run.to_json(), status_code=201)
 
 
 def _filter_id(value: str | None) -> uuid.UUID | None:

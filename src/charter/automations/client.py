@@ -545,6 +545,14 @@ class AutomationsClient:
     def run(self, run_id: str) -> RunDetail:
         return RunDetail.parse(self._call("GET", f"/v1/runs/{_segment(run_id)}"))
 
+    def cancel_run(self, run_id: str) -> Run:
+        """Cancel a pending or running run (needs `runs:execute`)."""
+        return Run.parse(self._call("POST", f"/v1/runs/{_segment(run_id)}/cancel"))
+
+    def retry_run(self, run_id: str) -> Run:
+        """Retry a failed run: the new run (needs `runs:execute`)."""
+        return Run.parse(self._call("POST", f"/v1/runs/{_segment(run_id)}/retry"))
+
     # --- plumbing ---------------------------------------------------------------------
 
     def _call(

@@ -17,7 +17,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from charter.core.errors import Malformed, NotFound
+from charter.core.errors import CharterError, Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
@@ -180,6 +180,40 @@ def list_runs(
     records = [RunRecord.from_dict(r) for r in rows[:limit]]
     following = encode_cursor(records[-1].created_at, records[-1].id) if len(rows) > limit else None
     return records, following
+
+
+class RunFinished(CharterError):
+    """The run has finished: it can no longer be cancelled."""
+
+    code = "run_finished"
+    http_status = 409
+
+
+class RunNotFailed(CharterError):
+    """Only a failed run can be retried."""
+
+    code = "run_not_failed"
+    http_status = 409
+
+
+def cancel_run(
+    conn: Conn, principal: str, run_id: uuid.UUID | str, *, now: datetime | None = None
+) -> RunRecord:
+    """Fail a pending or running run of `principal`'s (`cancelled by an operator`)."""
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            query("cancel_run"),
+            {
+                "id": _uuid(run_id),
+                "principal": principal,
+                "error": "cancelled by an operator",
+                "now": now,
+            },
+        ).fetchone()
+    if row is not None:
+        return RunRecord.from_dict(row)
+    found = get_run(conn, principal, run_id)  # NotFound for no run, or another's
+    raise RunFinished(f"run {found.id} is {found.status}: it can no longer be cancelled")
 
 
 def encode_cursor(created_at: datetime, row_id: uuid.UUID) -> str:

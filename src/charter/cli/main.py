@@ -14,10 +14,12 @@ from charter.cli import (
     db,
     keys,
     machine,
+    machines,
     processes,
     runs,
     serve,
     submit,
+    timers,
     tokens,
     up,
     verify,
@@ -41,6 +43,8 @@ app.add_typer(actors.app, name="actors")
 app.add_typer(automations.app, name="automations")
 app.add_typer(runs.app, name="runs")
 app.add_typer(machine.app, name="machine")
+app.add_typer(machines.app, name="machines")
+app.add_typer(processes.app, name="processes")
 app.command("up")(up.up)
 app.command("serve")(serve.serve)
 app.command("verify")(verify.verify)
@@ -49,6 +53,7 @@ app.command("worker")(worker.worker)
 app.command("submit")(submit.submit)
 app.command("show")(processes.show)
 app.command("history")(processes.history)
+app.command("timers")(timers.timers)
 
 
 def _click_exceptions() -> tuple[type[Exception], ...]:

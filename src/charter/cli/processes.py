@@ -11,8 +11,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import remote
+from charter.cli import remote, when
 from charter.core.jsontypes import JsonObject, JsonValue
+
+app = typer.Typer(help="Processes: list and search.", no_args_is_help=True)
 
 ProcessId = Annotated[str, typer.Argument(help="The process id.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -42,6 +44,44 @@ def show(process_id: ProcessId, as_json: JsonFlag = False) -> None:
         facts.add_row(label, Text(str(value if value not in (None, "") else "-")))
     data = Panel(_json_text(process.get("data")), title="data", title_align="left")
     Console().print(Panel(Group(facts, data), title=Text(f"process {process_id}")))
+
+
+@app.command("list")
+def list_(
+    workflow: Annotated[
+        str | None,
+        typer.Option(help="Only this workflow path; a trailing * makes it a prefix (billing/*)."),
+    ] = None,
+    state: Annotated[str | None, typer.Option(help="Only processes in this state.")] = None,
+    parent: Annotated[str | None, typer.Option(help="Only children of this process.")] = None,
+    prefix: Annotated[str | None, typer.Option("--id", help="Only ids starting with this.")] = None,
+    limit: Annotated[int, typer.Option(help="Processes per page (1 to 500).")] = 50,
+    cursor: Annotated[str | None, typer.Option(help="Start at this page cursor.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Processes, most recently updated first, a page at a time."""
+    with remote.client() as api:
+        page = api.list_processes(
+            workflow=workflow, state=state, parent=parent, q=prefix, limit=limit, cursor=cursor
+        )
+    if as_json:
+        remote.print_json(page)
+        return
+    table = Table("id", "workflow", "state", "seq", "updated", "parent", title="processes")
+    processes = page.get("processes")
+    for process in processes if isinstance(processes, list) else []:
+        row = process if isinstance(process, dict) else {}
+        table.add_row(
+            Text(str(row.get("id"))),  # whole: what `charter show` and `timers` take
+            Text(str(row.get("workflow"))),
+            Text(str(row.get("state"))),
+            str(row.get("seq")),
+            when.human(row.get("updated_at")),
+            Text(str(row.get("parent") or "-")),
+        )
+    Console(soft_wrap=False).print(table)
+    if page.get("next_cursor"):
+        typer.echo(f"more: --cursor {page['next_cursor']}")
 
 
 def history(process_id: ProcessId, as_json: JsonFlag = False) -> None:

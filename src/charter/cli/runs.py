@@ -62,6 +62,33 @@ def show(
     automations.console().print(_panel(detail))
 
 
+@app.command("cancel")
+def cancel(
+    run_id: Annotated[str, typer.Argument(help="The run id.")], as_json: JsonFlag = False
+) -> None:
+    """Cancel a pending or running run (it fails; its machine is stopped at its next call)."""
+    with automations.client() as api:
+        run = api.cancel_run(run_id)
+    if as_json:
+        remote.print_json(run.raw)
+        return
+    typer.echo(f"run {run.id} cancelled ({run.status}: {run.error})")
+
+
+@app.command("retry")
+def retry(
+    run_id: Annotated[str, typer.Argument(help="The id of a failed run.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Retry a failed run: a new run of its automation with the same input."""
+    with automations.client() as api:
+        run = api.retry_run(run_id)
+    if as_json:
+        remote.print_json(run.raw)
+        return
+    typer.echo(f"run {run.id} admitted, retrying {run_id} ({run.status})")
+
+
 def _panel(detail: RunDetail) -> Panel:
     run = detail.run
     facts = Table.grid(padding=(0, 2))

@@ -118,10 +118,12 @@ ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_queued_by_event_hash_fkey FOREIGN KEY (queued_by_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'completed'::text, 'skipped'::text, 'failed'::text])));
+CREATE INDEX automation_queue_by_time ON charter.automation_queue USING btree (queued_at, id);
 CREATE INDEX automation_queue_claimable ON charter.automation_queue USING btree (COALESCE(not_before, queued_at)) WHERE (status = 'pending'::text);
 CREATE INDEX automation_queue_leases ON charter.automation_queue USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
 CREATE INDEX automation_queue_pending ON charter.automation_queue USING btree (queued_at) WHERE (status = 'pending'::text);
 CREATE INDEX automation_queue_process ON charter.automation_queue USING btree (process_id);
+CREATE TRIGGER automation_queue_failed AFTER UPDATE ON charter.automation_queue FOR EACH ROW WHEN (((new.last_attempt_result = ANY (ARRAY['failed'::text, 'transient_error'::text])) AND (new.last_attempt_at IS DISTINCT FROM old.last_attempt_at))) EXECUTE FUNCTION notify_work_failed_v1();
 CREATE TRIGGER automation_queue_no_delete BEFORE DELETE ON charter.automation_queue FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER automation_queue_no_truncate BEFORE TRUNCATE ON charter.automation_queue FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
 GRANT INSERT ON charter.automation_queue TO charter_engine;
@@ -267,8 +269,10 @@ ALTER TABLE charter.processes ADD CONSTRAINT processes_parent_event FOREIGN KEY 
 ALTER TABLE charter.processes ADD CONSTRAINT processes_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES processes(id);
 ALTER TABLE charter.processes ADD CONSTRAINT processes_pkey PRIMARY KEY (id);
 ALTER TABLE charter.processes ADD CONSTRAINT processes_seq_check CHECK ((seq >= 0));
+CREATE INDEX processes_id_prefix ON charter.processes USING btree (id text_pattern_ops);
 CREATE INDEX processes_parent ON charter.processes USING btree (parent_id) WHERE (parent_id IS NOT NULL);
-CREATE INDEX processes_workflow ON charter.processes USING btree (workflow_path);
+CREATE INDEX processes_recent ON charter.processes USING btree (updated_at, id);
+CREATE INDEX processes_workflow_recent ON charter.processes USING btree (workflow_path, updated_at, id);
 CREATE TRIGGER processes_guard BEFORE DELETE OR UPDATE ON charter.processes FOR EACH ROW EXECUTE FUNCTION guard_process_head();
 CREATE TRIGGER processes_no_truncate BEFORE TRUNCATE ON charter.processes FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
 GRANT INSERT ON charter.processes TO charter_engine;
@@ -340,6 +344,7 @@ CREATE INDEX runs_by_automation ON charter.runs USING btree (automation_id, crea
 CREATE INDEX runs_by_principal ON charter.runs USING btree (principal, created_at, id);
 CREATE INDEX runs_claimable ON charter.runs USING btree (target, COALESCE(retry_at, created_at)) WHERE (status = 'pending'::text);
 CREATE INDEX runs_leases ON charter.runs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE TRIGGER runs_changed AFTER INSERT OR UPDATE OF status ON charter.runs FOR EACH ROW EXECUTE FUNCTION notify_run_changed_v1();
 CREATE TRIGGER runs_guard BEFORE DELETE OR UPDATE ON charter.runs FOR EACH ROW EXECUTE FUNCTION guard_run();
 CREATE TRIGGER runs_no_truncate BEFORE TRUNCATE ON charter.runs FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
 GRANT INSERT ON charter.runs TO charter_engine;
@@ -421,10 +426,12 @@ ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_pkey PRIM
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_schedule_id_check CHECK (((length(schedule_id) >= 1) AND (length(schedule_id) <= 128)));
 ALTER TABLE charter.scheduled_actions ADD CONSTRAINT scheduled_actions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'claimed'::text, 'cancelled'::text, 'exhausted'::text, 'skipped'::text, 'failed'::text])));
+CREATE INDEX scheduled_actions_by_time ON charter.scheduled_actions USING btree (run_at, id);
 CREATE INDEX scheduled_actions_due ON charter.scheduled_actions USING btree (COALESCE(not_before, run_at)) WHERE (status = 'active'::text);
 CREATE INDEX scheduled_actions_leases ON charter.scheduled_actions USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
 CREATE UNIQUE INDEX scheduled_actions_one_live ON charter.scheduled_actions USING btree (process_id, schedule_id) WHERE (status = ANY (ARRAY['active'::text, 'claimed'::text]));
 CREATE INDEX scheduled_actions_process ON charter.scheduled_actions USING btree (process_id);
+CREATE TRIGGER scheduled_actions_failed AFTER UPDATE ON charter.scheduled_actions FOR EACH ROW WHEN (((new.last_attempt_result = ANY (ARRAY['failed'::text, 'transient_error'::text])) AND (new.last_attempt_at IS DISTINCT FROM old.last_attempt_at))) EXECUTE FUNCTION notify_work_failed_v1();
 CREATE TRIGGER scheduled_actions_no_delete BEFORE DELETE ON charter.scheduled_actions FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER scheduled_actions_no_truncate BEFORE TRUNCATE ON charter.scheduled_actions FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
 GRANT INSERT ON charter.scheduled_actions TO charter_engine;
@@ -1031,6 +1038,34 @@ AS $function$
             p_event_hash, left(p_message, 2000), coalesce(p_detail, '{}'), coalesce(p_now, now()))
 $function$;
 GRANT EXECUTE ON FUNCTION log_worker_attempt(text,text,text,text,text,text,text,jsonb,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.notify_run_changed_v1()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+BEGIN
+    PERFORM pg_notify('charter_runs', json_build_object(
+        'id', NEW.id, 'automation_id', NEW.automation_id, 'status', NEW.status,
+        'principal', NEW.principal)::text);
+    RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.notify_work_failed_v1()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+BEGIN
+    PERFORM pg_notify('charter_work_failed', json_build_object(
+        'kind', CASE TG_TABLE_NAME WHEN 'scheduled_actions' THEN 'scheduled_action'
+                                   ELSE 'auto_action' END,
+        'id', NEW.id, 'process_id', NEW.process_id, 'workflow_path', NEW.workflow_path,
+        'action_name', NEW.action_name, 'status', NEW.status)::text);
+    RETURN NULL;
+END
+$function$;
 
 CREATE OR REPLACE FUNCTION charter.reclaim_expired_leases(p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS TABLE(scheduled integer, queued integer)

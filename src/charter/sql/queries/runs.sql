@@ -31,3 +31,12 @@ LIMIT %(limit)s
 -- run_steps --
 -- A run's step journal in plan order.
 SELECT * FROM charter.run_steps WHERE run_id = %(run_id)s ORDER BY position
+
+-- cancel_run --
+-- Fail a pending or running run of the principal's at an operator's request; a machine
+-- holding its lease is refused from its next call on (those check status = 'running').
+UPDATE charter.runs
+SET status = 'failed', error = %(error)s, finished_at = coalesce(%(now)s, now()),
+    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, retry_at = NULL
+WHERE id = %(id)s AND principal = %(principal)s AND status IN ('pending', 'running')
+RETURNING *

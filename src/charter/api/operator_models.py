@@ -1,0 +1,85 @@
+"""Response models of the operator routes, for /openapi.json.
+
+The routes answer with JSONResponse (rows are built as JSON once, not validated twice);
+these models describe those answers to readers of the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Process(BaseModel):
+    """`<process>` (DESIGN §8) with its children's ids, as GET /v1/processes/{id}."""
+
+    id: str
+    workflow: str
+    state: str
+    data: dict[str, Any] = Field(description="The process document without `state`.")
+    head: str | None = Field(description="Hash of the last event.")
+    seq: int
+    parent: str | None
+    created_at: str | None
+    updated_at: str | None
+    children: list[str]
+
+
+class ProcessPage(BaseModel):
+    processes: list[Process]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end."
+    )
+
+
+class ProcessCount(BaseModel):
+    workflow: str
+    state: str
+    count: int
+
+
+class Stats(BaseModel):
+    processes: list[ProcessCount]
+    timers_due_next_hour: int = Field(description="Active scheduled actions due within the hour.")
+    queue: dict[str, int] = Field(description="Automatic-action queue rows by status.")
+    failed_work: int = Field(description="Scheduled actions and queue rows that failed for good.")
+    runs: dict[str, int] = Field(
+        description="Runs by status: the token principal's (everyone's for `*`); empty "
+        "without `runs:read`."
+    )
+    machines_seen_recently: int | None = Field(
+        description="Machines that authenticated in the last 5 minutes (the principal's, "
+        "everyone's for `*`); null without `automations:read`."
+    )
+    as_of: str = Field(description="The database time the counts were taken at.")
+
+
+class WorkRow(BaseModel):
+    """A scheduled action or an automatic-action queue row, small and readable."""
+
+    id: str
+    kind: str = Field(description="`scheduled_action` or `auto_action`.")
+    what: str = Field(description="The action it fires.")
+    process: str
+    workflow: str
+    due: str | None = Field(description="When it fires (next occurrence, or retry time).")
+    status: str
+    attempts: int
+    last_error: str | None
+    last_attempt_at: str | None
+    last_result: str | None
+    schedule_id: str | None = None
+    every: str | None = None
+    retry_at: str | None = None
+    queued_at: str | None = None
+
+
+class ScheduledPage(BaseModel):
+    scheduled: list[WorkRow]
+    next_cursor: str | None
+
+
+class QueuePage(BaseModel):
+    queue: list[WorkRow]
+    next_cursor: str | None

@@ -1,0 +1,113 @@
+"""Keyset pages for the operator views: opaque cursors, page sizes and filter checks.
+
+A cursor is the sort key of the last row of a page, `(time, id)`, base64url-encoded: the
+next page starts strictly after it, so rows committed meanwhile never shift a page
+(no OFFSET). Bad input gets its own code, so a client can tell which parameter to fix.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from charter.core.errors import Malformed
+from charter.core.timefmt import parse_rfc3339
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+# Process ids (charter.processes_id_check): none of these is a LIKE wildcard.
+_ID_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+class InvalidCursor(Malformed):
+    """The cursor is not one this API returned."""
+
+    code = "invalid_cursor"
+
+
+class InvalidLimit(Malformed):
+    """limit must be between 1 and 500."""
+
+    code = "invalid_limit"
+
+
+class InvalidFilter(Malformed):
+    """A filter parameter is invalid."""
+
+    code = "invalid_filter"
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a page starts: after (or before) this sort key."""
+
+    at: datetime
+    id: str
+
+
+def check_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}, got {limit}", limit=limit)
+    return limit
+
+
+def encode_cursor(at: datetime, row_id: str) -> str:
+    raw = f"{at.isoformat()}|{row_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> Position | None:
+    if cursor is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, row_id = raw.split("|", 1)
+        moment = datetime.fromisoformat(at)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidCursor() from None
+    if moment.tzinfo is None or not row_id:
+        raise InvalidCursor()
+    return Position(moment, row_id)
+
+
+def moment(name: str, value: str | None) -> datetime | None:
+    """An RFC 3339 time from a query parameter."""
+    if value is None:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError:
+        raise InvalidFilter(
+            f"{name} must be an RFC 3339 time such as 2026-01-31T12:00:00Z", parameter=name
+        ) from None
+
+
+def id_prefix(value: str | None) -> str | None:
+    """`q`: the start of a process id, as a LIKE pattern."""
+    if value is None:
+        return None
+    if not _ID_PREFIX.fullmatch(value):
+        raise InvalidFilter("q must be the start of a process id", parameter="q")
+    return value + "%"
+
+
+def workflow_filter(value: str | None) -> tuple[str | None, str | None]:
+    """(exact path, prefix): `path` is exact, `prefix*` a prefix (`*` alone: any)."""
+    if value is None or value == "":
+        return None, None
+    if value.endswith("*"):
+        prefix = value[:-1]
+        if "*" in prefix:
+            raise InvalidFilter("workflow takes one trailing '*' only", parameter="workflow")
+        return None, prefix
+    if "*" in value:
+        raise InvalidFilter("workflow takes one trailing '*' only", parameter="workflow")
+    return value, None
+
+
+def choice(name: str, value: str | None, allowed: tuple[str, ...]) -> str | None:
+    if value is not None and value not in allowed:
+        raise InvalidFilter(f"{name} must be one of {list(allowed)}", parameter=name)
+    return value
