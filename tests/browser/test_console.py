@@ -257,6 +257,8 @@ def test_what_the_token_may_not_read_is_not_shown(page: Page, seeded: Site) -> N
 @pytest.mark.parametrize(
     ("name", "path", "ready"),
     [
+        ("overview", "/console/", "#stats table"),
+        ("processes", "/console/processes", "#results tbody tr"),
         ("process", "/console/processes/{onboarding}", "#events li.event"),
         ("verified", "/console/processes/{onboarding}", "#events li.event"),
         ("tampered", "/console/processes/{tampered}", "#events li.event"),
@@ -277,7 +279,8 @@ def test_screenshots(
     if name in {"verified", "tampered"}:
         page.click("#verify")
         expect(page.locator("#events li.verified").first).to_be_visible()
-    page.wait_for_load_state("networkidle")
+    # Not "networkidle": the page keeps its live stream (/v1/stream) open.
+    page.wait_for_load_state("load")
     folder = Path(os.environ.get("CHARTER_CONSOLE_SCREENSHOTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)

@@ -62,7 +62,12 @@ def test_the_overview_shows_the_stats(page: Page, seeded: tuple[str, Seeded]) ->
 
 
 def test_without_stats_the_overview_says_so(page: Page, seeded: tuple[str, Seeded]) -> None:
+    """A server without the operator API (an older one) answers 404 not_found."""
     base, data = seeded
+    page.route(
+        "**/v1/stats*",
+        lambda route: _json(route, {"error": {"code": "not_found", "message": "no route"}}, 404),
+    )
     sign_in(page, base, data.admin)
     expect(page.locator("#stats .unavailable")).to_contain_text("GET /v1/stats")
 
@@ -114,17 +119,16 @@ def test_hostile_values_in_the_list_render_as_text(
 
 
 def test_global_timers_and_queue(page: Page, stack: tuple[str, Seeded, Harness]) -> None:
+    """The timers come from the real `GET /v1/automation/scheduled`; the queue row is a
+    real one, answered failed with a hostile error (which must render as text)."""
     base, data, harness = stack
-    work = harness.http.get(f"/v1/processes/{data.onboarding}/automation", headers=_auth(harness))
-    scheduled = [r for r in work.json()["scheduled"] if r["status"] == "active"]
-    failed = {**work.json()["queue"][0], "status": "failed", "last_error": HOSTILE}
-    page.route(
-        "**/v1/automation/scheduled*",
-        lambda route: _json(route, {"items": scheduled, "next_cursor": None}),
-    )
+    queue = harness.http.get("/v1/automation/queue", headers=_auth(harness))
+    assert queue.status_code == 200, queue.text
+    rows = [r for r in queue.json()["queue"] if r["process"] == data.onboarding]
+    failed = {**rows[0], "status": "failed", "last_error": HOSTILE}
     page.route(
         "**/v1/automation/queue*",
-        lambda route: _json(route, {"items": [failed], "next_cursor": None}),
+        lambda route: _json(route, {"queue": [failed], "next_cursor": None}),
     )
     sign_in(page, base, data.admin, "/console/automations")
     expect(page.locator("#global-scheduled")).to_contain_text("start_review")

@@ -92,24 +92,23 @@ function details(automationId) {
   return box;
 }
 
+/** The global timer or queue view: `GET /v1/automation/scheduled|queue` answers
+ * `{"scheduled"|"queue": [rows], "next_cursor"}`, rows naming `what`, `process`, `due`. */
 async function work(path, lane) {
-  const { items } = await get(path, { query: { status: lane === "scheduled" ? "active" : "" } });
+  const body = await get(path, { query: { status: lane === "scheduled" ? "active" : "" } });
   return table(
     [
-      { title: "Process", cell: (r) => link(paths.process(r.process_id), r.process_id) },
-      { title: "Action", cell: (r) => r.action_name },
+      { title: "Process", cell: (r) => link(paths.process(r.process), r.process) },
+      { title: "Action", cell: (r) => r.what },
       { title: "Status", cell: (r) => r.status },
       {
         title: lane === "scheduled" ? "Due" : "Queued",
-        cell: (r) => {
-          const at = lane === "scheduled" ? r.not_before ?? r.run_at : r.queued_at;
-          return time(at) + " (" + relative(at) + ")";
-        },
+        cell: (r) => time(r.due) + " (" + relative(r.due) + ")",
       },
       { title: "Attempts", cell: (r) => String(r.attempts ?? 0) },
-      { title: "Last error", cell: (r) => r.last_attempt_error ?? r.last_error ?? "" },
+      { title: "Last error", cell: (r) => r.last_error ?? "" },
     ],
-    items ?? [],
+    body[lane] ?? [],
     { empty: "Nothing here." },
   );
 }
