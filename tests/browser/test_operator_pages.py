@@ -167,3 +167,51 @@ def test_a_new_event_appears_live(page: Page, stack: tuple[str, Seeded, Harness]
     ready = True
     expect(events).to_have_count(2)
     expect(events.nth(1).locator(".action")).to_have_text("note")
+
+
+def test_a_running_run_can_be_cancelled_and_a_refusal_is_said(
+    page: Page, stack: tuple[str, Seeded, Harness]
+) -> None:
+    """The POSTs are answered here, so the shared run stays as it is for other tests."""
+    base, data, _ = stack
+    asked: list[str] = []
+    answers = iter([
+        (403, {"error": {"code": "forbidden", "message": f"needs runs:execute {HOSTILE}"}}),
+        (200, {"id": data.run_id, "status": "failed"}),
+    ])  # fmt: skip
+
+    def cancel(route: Route) -> None:
+        asked.append(route.request.method)
+        status, body = next(answers)
+        _json(route, body, status)
+
+    page.route(f"**/v1/runs/{data.run_id}/cancel", cancel)
+    sign_in(page, base, data.admin, f"/console/runs/{data.run_id}")
+    expect(page.locator("#run-retry")).to_have_count(0)  # a running run: cancel only
+    page.click("#run-cancel")
+    expect(page.locator("#run-action-error")).to_contain_text("Cancel run refused: forbidden")
+    expect(page.locator("#run-action-error")).to_contain_text("window.__xss")  # as text
+    page.click("#run-cancel")
+    expect(page.locator("#run-status")).to_be_visible()  # the page read the run again
+    assert asked == ["POST", "POST"]
+    assert page.evaluate("window.__xss") is None
+
+
+def test_a_failed_run_can_be_retried_as_a_new_run(
+    page: Page, stack: tuple[str, Seeded, Harness]
+) -> None:
+    base, data, harness = stack
+    run = harness.http.get(f"/v1/runs/{data.run_id}", headers=_auth(harness)).json()
+    page.route(
+        f"**/v1/runs/{data.run_id}",
+        lambda route: _json(route, {**run, "status": "failed", "error": "step b failed"}),
+    )
+    page.route(
+        f"**/v1/runs/{data.run_id}/retry",
+        lambda route: _json(route, {**run, "id": "retried-run", "status": "pending"}, 201),
+    )
+    sign_in(page, base, data.admin, f"/console/runs/{data.run_id}")
+    expect(page.locator("#run-status")).to_have_text("failed")
+    expect(page.locator("#run-cancel")).to_have_count(0)
+    page.click("#run-retry")
+    expect(page).to_have_url(base + "/console/runs/retried-run")

@@ -37,8 +37,12 @@ export function url(path, query = {}) {
   return target;
 }
 
-export async function request(path, { query, signal, headers = {}, token = session.token() } = {}) {
+export async function request(
+  path,
+  { query, signal, headers = {}, token = session.token(), method = "GET" } = {},
+) {
   const response = await fetch(url(path, query), {
+    method,
     headers: { Accept: "application/json", ...headers, Authorization: "Bearer " + (token ?? "") },
     signal,
     cache: "no-store",
@@ -64,6 +68,11 @@ export async function request(path, { query, signal, headers = {}, token = sessi
 
 export async function get(path, options) {
   return (await request(path, options)).json();
+}
+
+/** A POST without a body (the operator actions: cancel, retry); its JSON answer. */
+export async function post(path, options) {
+  return (await request(path, { ...options, method: "POST" })).json();
 }
 
 /** The /v1 path of a process's resource. */

@@ -1,6 +1,8 @@
-// /console/runs/{id}: a run with its plan snapshot and step journal.
+// /console/runs/{id}: a run with its plan snapshot and step journal; Cancel for a run
+// not finished, Retry for a failed one (runs:execute; a refusal is shown, not hidden).
 
-import { get } from "./api.js";
+import { get, post } from "./api.js";
+import { navigate } from "./main.js";
 import { facts, h, json, table } from "./dom.js";
 import { time } from "./format.js";
 import { section } from "./sections.js";
@@ -14,6 +16,7 @@ export function runPage(id) {
       section("Run", async () => {
         const run = await loaded;
         return [
+          actions(id, run.status),
           facts([
             ["Status", h("span", { class: "state", id: "run-status" }, run.status)],
             ["Automation", h("code", {}, run.automation_id)],
@@ -52,4 +55,31 @@ export function runPage(id) {
       section("Plan snapshot", async () => json((await loaded).plan)),
     ],
   };
+}
+
+/** The operator actions a run in `status` allows, and where their outcome is said. */
+function actions(id, status) {
+  const said = h("p", { class: "error", id: "run-action-error" });
+  const act = (what, label, after) => {
+    const button = h("button", { type: "button", id: "run-" + what }, label);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      said.textContent = "";
+      try {
+        after(await post("/v1/runs/" + encodeURIComponent(id) + "/" + what));
+      } catch (failure) {
+        said.textContent = label + " refused: " + failure.code + ": " + failure.message;
+        button.disabled = false;
+      }
+    });
+    return button;
+  };
+  const buttons = [];
+  if (status === "pending" || status === "running") {
+    buttons.push(act("cancel", "Cancel run", () => navigate(location.pathname)));
+  }
+  if (status === "failed") {
+    buttons.push(act("retry", "Retry run", (fresh) => navigate("/console/runs/" + fresh.id)));
+  }
+  return buttons.length ? h("div", { class: "actions" }, ...buttons, said) : null;
 }
