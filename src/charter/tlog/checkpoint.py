@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 from charter.core import ed25519
 from charter.core.clock import Clock, SystemClock
-from charter.core.errors import InvalidPublicKey, InvalidSecretKey
+from charter.core.errors import InvalidPublicKey
 from charter.tlog.errors import CheckpointUntrusted, MalformedCheckpoint, MalformedKey
 from charter.tlog.merkle import HASH_SIZE
 from charter.tlog.note import (
+    NamedSecretKey,
     OpenedNote,
     Signature,
     Signer,
@@ -32,10 +33,8 @@ from charter.tlog.note import (
     format_key,
     key_id,
     open_note,
-    parse_skey,
     parse_vkey,
     sign_note,
-    valid_name,
 )
 
 COSIGNATURE_V1 = 0x04
@@ -147,20 +146,14 @@ def cosignature_time(signature: Signature) -> int:
     return int.from_bytes(signature.signature[:8], "big")
 
 
-class Cosigner:
+class Cosigner(NamedSecretKey):
     """A witness signing key (type 0x04). The clock gives the timestamp of each cosignature."""
 
-    __slots__ = ("_clock", "_key", "_name", "_public_key")
+    __slots__ = ("_clock",)
+    key_type = COSIGNATURE_V1
 
     def __init__(self, name: str, seed: bytes, clock: Clock | None = None) -> None:
-        if not valid_name(name):
-            raise MalformedKey("invalid key name")
-        try:
-            self._key = ed25519.SecretKey(seed)
-        except InvalidSecretKey as exc:
-            raise MalformedKey(exc.message) from None
-        self._name = name
-        self._public_key = bytes.fromhex(self._key.public_key_hex)
+        super().__init__(name, seed)
         self._clock: Clock = clock or SystemClock()
 
     @classmethod
@@ -170,26 +163,10 @@ class Cosigner:
     @classmethod
     def from_skey(cls, text: str, clock: Clock | None = None) -> Cosigner:
         """Parse `PRIVATE+KEY+<name>+<id>+<base64(0x04 ‖ seed)>` (Go's layout, type 0x04)."""
-        parts = parse_skey(text)
-        if parts.key_type != COSIGNATURE_V1:
-            raise MalformedKey(f"not a cosignature/v1 key (type {parts.key_type:#04x})")
-        cosigner = cls(parts.name, parts.key, clock)
-        if cosigner.key_id != parts.key_id:
-            raise MalformedKey("the secret key ID does not match its name and key")
+        name, seed, expected = cls._parse_skey(text, COSIGNATURE_V1, "a cosignature/v1 key")
+        cosigner = cls(name, seed, clock)
+        cosigner._check_key_id(expected)
         return cosigner
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def key_id(self) -> int:
-        return key_id(self._name, bytes([COSIGNATURE_V1]) + self._public_key)
-
-    @property
-    def skey(self) -> str:
-        typed = bytes([COSIGNATURE_V1]) + self._public_key
-        return format_key(self._name, typed, bytes.fromhex(self._key.hex()), secret=True)
 
     def verifier(self) -> CosignatureVerifier:
         return CosignatureVerifier(self._name, self._public_key)

@@ -17,7 +17,7 @@ import hashlib
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from charter.core import ed25519
 from charter.core.errors import InvalidPublicKey, InvalidSecretKey
@@ -185,10 +185,12 @@ class Ed25519Verifier:
         return ed25519.verify(self.public_key.hex(), text, signature.hex())
 
 
-class Ed25519Signer:
-    """A type 0x01 signing key (a log key). Its repr never shows the seed."""
+class NamedSecretKey:
+    """An Ed25519 seed with its signed-note name and key type: what a log key (0x01) and
+    a witness key (0x04) share. Its repr never shows the seed."""
 
     __slots__ = ("_key", "_name", "_public_key")
+    key_type: ClassVar[int]
 
     def __init__(self, name: str, seed: bytes) -> None:
         if not valid_name(name):
@@ -200,20 +202,17 @@ class Ed25519Signer:
         self._name = name
         self._public_key = bytes.fromhex(self._key.public_key_hex)
 
-    @classmethod
-    def generate(cls, name: str) -> Ed25519Signer:
-        return cls(name, secrets.token_bytes(32))
-
-    @classmethod
-    def from_skey(cls, text: str) -> Ed25519Signer:
-        """Parse Go's secret key text; the key ID must match the derived public key."""
+    @staticmethod
+    def _parse_skey(text: str, key_type: int, what: str) -> tuple[str, bytes, int]:
+        """(name, seed, key id) of Go's `PRIVATE+KEY+…` text of a key of `key_type`."""
         parts = parse_skey(text)
-        if parts.key_type != ED25519:
-            raise MalformedKey(f"not an Ed25519 note key (type {parts.key_type:#04x})")
-        signer = cls(parts.name, parts.key)
-        if signer.key_id != parts.key_id:
+        if parts.key_type != key_type:
+            raise MalformedKey(f"not {what} (type {parts.key_type:#04x})")
+        return parts.name, parts.key, parts.key_id
+
+    def _check_key_id(self, expected: int) -> None:
+        if self.key_id != expected:
             raise MalformedKey("the secret key ID does not match its name and key")
-        return signer
 
     @property
     def name(self) -> str:
@@ -221,13 +220,32 @@ class Ed25519Signer:
 
     @property
     def key_id(self) -> int:
-        return key_id(self._name, bytes([ED25519]) + self._public_key)
+        return key_id(self._name, bytes([self.key_type]) + self._public_key)
 
     @property
     def skey(self) -> str:
         """Go's `PRIVATE+KEY+…` text (secret: write it 0600)."""
-        seed = bytes.fromhex(self._key.hex())
-        return format_key(self._name, bytes([ED25519]) + self._public_key, seed, secret=True)
+        typed = bytes([self.key_type]) + self._public_key
+        return format_key(self._name, typed, bytes.fromhex(self._key.hex()), secret=True)
+
+
+class Ed25519Signer(NamedSecretKey):
+    """A type 0x01 signing key (a log key)."""
+
+    __slots__ = ()
+    key_type = ED25519
+
+    @classmethod
+    def generate(cls, name: str) -> Ed25519Signer:
+        return cls(name, secrets.token_bytes(32))
+
+    @classmethod
+    def from_skey(cls, text: str) -> Ed25519Signer:
+        """Parse Go's secret key text; the key ID must match the derived public key."""
+        name, seed, expected = cls._parse_skey(text, ED25519, "an Ed25519 note key")
+        signer = cls(name, seed)
+        signer._check_key_id(expected)
+        return signer
 
     def verifier(self) -> Ed25519Verifier:
         return Ed25519Verifier(self._name, self._public_key)
