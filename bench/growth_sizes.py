@@ -57,16 +57,12 @@ class ByteaAnswer:
         return self.heap_saved_per_row * self.events + indexes
 
 
-# Each hex index of events, and the same key as bytea, built the same way (CREATE INDEX
+# Each hex index of events (events_actor was dropped in migration 0014), and the same key as bytea, built the same way (CREATE INDEX
 # on the whole table) inside a transaction that is rolled back.
 _BYTEA_INDEXES = {
     "events_hash_key": (
         "growth_probe_hash",
         "CREATE UNIQUE INDEX growth_probe_hash ON charter.events ((decode(hash, 'hex')))",
-    ),
-    "events_actor": (
-        "growth_probe_actor",
-        "CREATE INDEX growth_probe_actor ON charter.events ((decode(actor, 'hex')))",
     ),
 }
 _AS_BYTEA = """

@@ -121,8 +121,6 @@ ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_status_chec
 CREATE INDEX automation_queue_by_time ON charter.automation_queue USING btree (queued_at, id);
 CREATE INDEX automation_queue_claimable ON charter.automation_queue USING btree (COALESCE(not_before, queued_at)) WHERE (status = 'pending'::text);
 CREATE INDEX automation_queue_leases ON charter.automation_queue USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
-CREATE INDEX automation_queue_pending ON charter.automation_queue USING btree (queued_at) WHERE (status = 'pending'::text);
-CREATE INDEX automation_queue_process ON charter.automation_queue USING btree (process_id);
 CREATE TRIGGER automation_queue_failed AFTER UPDATE ON charter.automation_queue FOR EACH ROW WHEN (((new.last_attempt_result = ANY (ARRAY['failed'::text, 'transient_error'::text])) AND (new.last_attempt_at IS DISTINCT FROM old.last_attempt_at))) EXECUTE FUNCTION notify_work_failed_v1();
 CREATE TRIGGER automation_queue_no_delete BEFORE DELETE ON charter.automation_queue FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER automation_queue_no_truncate BEFORE TRUNCATE ON charter.automation_queue FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
@@ -197,8 +195,6 @@ ALTER TABLE charter.events ADD CONSTRAINT events_seq_check CHECK ((seq >= 1));
 ALTER TABLE charter.events ADD CONSTRAINT events_signature_check CHECK ((signature ~ '^[0-9a-f]{128}$'::text));
 ALTER TABLE charter.events ADD CONSTRAINT events_workflow_version_fkey FOREIGN KEY (workflow_version) REFERENCES workflow_definitions(version);
 ALTER TABLE charter.events ADD CONSTRAINT hash_is_envelope_hash CHECK ((hash = encode(sha256(convert_to((envelope)::text, 'UTF8'::name)), 'hex'::text)));
-CREATE INDEX events_actor ON charter.events USING btree (actor);
-CREATE INDEX events_cause ON charter.events USING btree (cause_hash) WHERE (cause_hash IS NOT NULL);
 CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON charter.events FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER events_extend_head BEFORE INSERT ON charter.events FOR EACH ROW EXECUTE FUNCTION event_extends_head();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON charter.events FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
