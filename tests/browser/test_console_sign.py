@@ -10,6 +10,7 @@ command instead. The JavaScript canonicalizer is checked against Python's rfc878
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Iterator
@@ -184,6 +185,22 @@ def test_an_action_signed_in_the_browser_is_accepted_and_verifies(page: Page, si
     assert report["events"] == 2
     assert_key_never_sent(requests, site.harness.keys["clerk"], site.harness.keys["boss"])
     assert any(r.method == "POST" and r.url.endswith("/v1/events") for r in requests)
+
+
+def test_screenshot_of_a_signed_action(page: Page, site: Site, tmp_path: Path) -> None:
+    """With CHARTER_CONSOLE_SCREENSHOTS=DIR, the Act section after an accepted action is
+    saved there as sign.png (docs/console/ holds the committed one)."""
+    process = open_forms_process(site)
+    on_process_page(page, site, process)
+    page.select_option("#actor", "clerk")
+    page.set_input_files("#key-file", site.clerk_key)
+    fill_record(page)
+    page.click("#sign-submit")
+    expect(page.locator("#accepted")).to_be_visible()
+    expect(page.locator("#events li.event")).to_have_count(2)
+    folder = Path(os.environ.get("CHARTER_CONSOLE_SCREENSHOTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    page.locator("#act").screenshot(path=str(folder / "sign.png"))
 
 
 def test_a_moved_head_is_read_again_and_signed_once_more(page: Page, site: Site) -> None:

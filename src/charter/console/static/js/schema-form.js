@@ -13,7 +13,9 @@ export function schemaForm(schema, prefix) {
   const root = isObject(schema) ? schema : {};
   const properties = isObject(root.properties) ? root.properties : {};
   const required = new Set(Array.isArray(root.required) ? root.required.filter((n) => typeof n === "string") : []);
-  const names = [...Object.keys(properties), ...[...required].filter((n) => !(n in properties))];
+  // Required fields first (the stored definition's keys are in canonical order).
+  const declared = [...Object.keys(properties), ...[...required].filter((n) => !(n in properties))];
+  const names = [...declared.filter((n) => required.has(n)), ...declared.filter((n) => !required.has(n))];
   const fields = names.map((name, index) => field(name, isObject(properties[name]) ? properties[name] : {}, required.has(name), prefix + "-f" + index));
   const open = root.additionalProperties !== false && root.unevaluatedProperties !== false;
   const extra = open ? extraField(prefix + "-extra", names.length === 0) : null;
