@@ -29,6 +29,7 @@ from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
 from tests.browser.test_console import sign_in
+from tests.browser.world import HOSTILE
 from tests.integration.apikit import Harness, bearer, make_harness, new_id
 from tests.integration.liveserver import live_server
 
@@ -65,6 +66,32 @@ FORMS_DEFINITION: JsonObject = {
 }
 
 
+HOSTILE_FORMS = "tests/hostile-forms"
+# Markup in every part of an input schema the form shows: property names, a description,
+# enum values, the state and action names cannot hold it (their grammar forbids it).
+HOSTILE_FORMS_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["open"],
+    "roles": ["clerk"],
+    "actions": {
+        "create": {"type": "create", "role": "clerk", "to": "open"},
+        "say": {
+            "type": "update",
+            "role": "clerk",
+            "from": "open",
+            "input": {
+                "type": "object",
+                "required": [HOSTILE],
+                "properties": {
+                    HOSTILE: {"type": "string", "description": HOSTILE, "format": HOSTILE},
+                    "choice": {"enum": [HOSTILE, {"x": HOSTILE}]},
+                },
+            },
+        },
+    },
+}
+
+
 @dataclass(frozen=True)
 class Site:
     base: str
@@ -77,6 +104,7 @@ class Site:
 def site(database: Database, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     harness = make_harness(database)
     harness.deploy(FORMS, FORMS_DEFINITION)
+    harness.deploy(HOSTILE_FORMS, HOSTILE_FORMS_DEFINITION)
     folder = tmp_path_factory.mktemp("keys")
     paths = {}
     for who in ("clerk", "boss"):
@@ -86,10 +114,10 @@ def site(database: Database, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield Site(base, harness, paths["clerk"], paths["boss"])
 
 
-def open_forms_process(site: Site) -> str:
+def open_forms_process(site: Site, workflow: str = FORMS) -> str:
     process = new_id("forms")
     clerk = site.harness.keys["clerk"]
-    envelope = site.harness.envelope(clerk, process, "create", workflow=FORMS)
+    envelope = site.harness.envelope(clerk, process, "create", workflow=workflow)
     site.harness.accept(sign(envelope, clerk))
     return process
 
@@ -184,6 +212,8 @@ def test_an_action_signed_in_the_browser_is_accepted_and_verifies(page: Page, si
     assert report["ok"] is True, report
     assert report["events"] == 2
     assert_key_never_sent(requests, site.harness.keys["clerk"], site.harness.keys["boss"])
+    stored = page.evaluate("JSON.stringify([{...sessionStorage}, {...localStorage}])")
+    assert site.harness.keys["clerk"].hex() not in stored
     assert any(r.method == "POST" and r.url.endswith("/v1/events") for r in requests)
 
 
@@ -271,6 +301,32 @@ def test_the_form_checks_input_and_the_key_before_signing(page: Page, site: Site
     expect(page.locator("#key-status")).to_contain_text("does not hold a secret key")
     expect(page.locator("#key-status")).not_to_contain_text("secret-ish")
     assert posts == []
+
+
+def test_markup_in_an_input_schema_is_shown_as_text(page: Page, site: Site) -> None:
+    process = open_forms_process(site, HOSTILE_FORMS)
+    on_process_page(page, site, process)
+    page.select_option("#actor", "clerk")
+    page.set_input_files("#key-file", site.clerk_key)
+    fields = page.locator("#input-fields")
+    expect(fields.locator("label").first).to_have_text(HOSTILE + " *")
+    expect(fields).to_contain_text(HOSTILE)  # the description, verbatim
+    assert fields.locator("img, script, svg").count() == 0
+    fields.get_by_label(HOSTILE).fill(HOSTILE)
+    fields.get_by_label("choice").select_option(
+        label=json.dumps({"x": HOSTILE}, separators=(",", ":"))
+    )
+    fields.get_by_label("Other input members").fill('{"__proto__": {"polluted": 1}}')
+    page.click("#sign-submit")
+    expect(page.locator("#accepted")).to_be_visible()
+    assert page.evaluate("window.__xss") is None
+    assert page.evaluate("({}).polluted") is None
+    assert stored_events(site, process)[1]["envelope"]["input"] == {
+        HOSTILE: HOSTILE,
+        "choice": {"x": HOSTILE},
+        "__proto__": {"polluted": 1},
+    }
+    assert verified(site, process)["ok"] is True
 
 
 # Makes WebCrypto refuse Ed25519 keys, as a browser without the algorithm does.

@@ -22,20 +22,21 @@ export function schemaForm(schema, prefix) {
   return {
     fields: [...fields.map((f) => f.element), extra?.element],
     read() {
-      const value = {};
+      // Entries, then Object.fromEntries: a member named "__proto__" stays a member.
+      const entries = [];
       const errors = [];
       if (extra) {
         const parsed = extra.read();
         if (parsed.error) errors.push(parsed.error);
-        else Object.assign(value, parsed.value);
+        else entries.push(...Object.entries(parsed.value));
       }
       for (const f of fields) {
         const got = f.read();
         if (got.error) errors.push(f.name + ": " + got.error);
-        else if (got.present) value[f.name] = got.value;
+        else if (got.present) entries.push([f.name, got.value]);
         else if (f.required) errors.push(f.name + ": required");
       }
-      return { value, errors };
+      return { value: Object.fromEntries(entries), errors };
     },
   };
 }
