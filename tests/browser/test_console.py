@@ -276,6 +276,8 @@ def test_screenshots(
     where = path.format(onboarding=data.onboarding, tampered=data.tampered, run_id=data.run_id)
     sign_in(page, base, data.admin, where)
     expect(page.locator(ready).first).to_be_visible()
+    if name == "process":
+        expect(page.locator("#act-form")).to_be_visible()  # the Act section loads on its own
     if name in {"verified", "tampered"}:
         page.click("#verify")
         expect(page.locator("#events li.verified").first).to_be_visible()

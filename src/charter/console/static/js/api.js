@@ -39,22 +39,28 @@ export function url(path, query = {}) {
 
 export async function request(
   path,
-  { query, signal, headers = {}, token = session.token(), method = "GET" } = {},
+  { query, signal, headers = {}, token = session.token(), method = "GET", body } = {},
 ) {
   const response = await fetch(url(path, query), {
     method,
-    headers: { Accept: "application/json", ...headers, Authorization: "Bearer " + (token ?? "") },
+    headers: {
+      Accept: "application/json",
+      ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+      ...headers,
+      Authorization: "Bearer " + (token ?? ""),
+    },
+    body,
     signal,
     cache: "no-store",
   });
   if (!response.ok) {
-    let body = null;
+    let answer = null;
     try {
-      body = await response.json();
+      answer = await response.json();
     } catch {
       // not JSON: keep the status line
     }
-    const error = body?.error ?? {};
+    const error = answer?.error ?? {};
     const failure = new ApiError(
       response.status,
       String(error.code ?? "http_" + response.status),
@@ -70,7 +76,8 @@ export async function get(path, options) {
   return (await request(path, options)).json();
 }
 
-/** A POST without a body (the operator actions: cancel, retry); its JSON answer. */
+/** A POST (without a body for the operator actions: cancel, retry; `body` is JSON
+ * text for a signed event); its JSON answer. */
 export async function post(path, options) {
   return (await request(path, { ...options, method: "POST" })).json();
 }

@@ -1,12 +1,14 @@
 // /console/processes/{id}: state and data, the chain as a timeline (with causes of
 // automated events), verification marked on each event, pending timers and queued
-// automatic actions, parent and children, and the export bundle.
+// automatic actions, parent and children, the export bundle, and the Act section
+// (act.js: a governed action signed in this browser).
 
 import { get, processPath, request } from "./api.js";
 import { facts, h, json, link, paths, table } from "./dom.js";
 import { relative, shortHash, time } from "./format.js";
 import * as live from "./live.js";
 import { fill, problem, section } from "./sections.js";
+import { actSection } from "./act.js";
 
 const POLL_MS = 5000;
 
@@ -23,10 +25,12 @@ export function processPage(id) {
   const timeline = h("section", { class: "card", id: "timeline" }, h("h2", {}, "Chain"), timelineBody);
   const workBody = h("div", { class: "body" });
   const work = h("section", { class: "card", id: "automation" }, h("h2", {}, "Timers and queued actions"), workBody);
+  const act = actSection(id, { onAccepted: () => load().catch(() => {}) });
 
   async function load() {
     const [process, history] = await Promise.all([get(processPath(id)), get(processPath(id, "/events"))]);
     shownSeq = process.seq;
+    act.show(process);
     await Promise.all([
       fill(summary, summaryBody, () => renderSummary(process)),
       fill(timeline, timelineBody, () => renderTimeline(process, history.events)),
@@ -41,13 +45,14 @@ export function processPage(id) {
       h("div", { class: "actions" }, verifyButton, exportButton)),
     verdict,
     summary,
+    act.card,
     timeline,
     work,
   ];
 
   load().catch((error) => {
     // The process itself could not be read: one message instead of three cards.
-    for (const card of [summary, timeline, work]) card.remove();
+    for (const card of [summary, act.card, timeline, work]) card.remove();
     verdict.replaceChildren(problem(error));
   });
 
