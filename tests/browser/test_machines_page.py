@@ -4,9 +4,12 @@ token that may not use them; markup in a machine's fields shown as text."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,6 +76,20 @@ def test_the_list_shows_registered_machines(page: Page, site: Site) -> None:
     idle = row(page, site.idle.id)
     expect(idle.locator("td").nth(4)).to_have_text("not recently")
     expect(idle.locator("td").nth(5)).to_have_text("0")
+
+
+def test_screenshots(page: Page, site: Site, tmp_path: Path) -> None:
+    """With CHARTER_CONSOLE_SCREENSHOTS=DIR the page's picture is saved there, as
+    test_console.py's screenshots are (docs/console/machines.png). The browser's clock is
+    set to the server's fake one, so "last seen" reads as it would in real use."""
+    page.clock.set_system_time(site.harness.clock.now() + timedelta(seconds=42))
+    sign_in(page, site.base, site.harness.admin, "/console/machines")
+    expect(row(page, site.busy.id)).to_contain_text("42s ago")
+    expect(row(page, site.idle.id)).to_be_visible()
+    page.wait_for_load_state("load")
+    folder = Path(os.environ.get("CHARTER_CONSOLE_SCREENSHOTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / "machines.png"), full_page=True)
 
 
 def test_disable_then_enable_changes_the_machine_on_the_server(page: Page, site: Site) -> None:

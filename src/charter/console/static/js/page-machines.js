@@ -13,7 +13,7 @@ import { fill, section } from "./sections.js";
 const POLL_MS = 10000;
 
 export function machinesPage() {
-  const card = section("Machines", render, { id: "machines" });
+  const card = section(null, render, { id: "machines" });
   const said = h("p", { class: "error", id: "machine-action-error", role: "alert" });
   const body = card.querySelector(".body");
   const reload = () => card.isConnected && fill(card, body, render);
