@@ -82,7 +82,7 @@ def test_screenshots(page: Page, site: Site, tmp_path: Path) -> None:
     """With CHARTER_CONSOLE_SCREENSHOTS=DIR the page's picture is saved there, as
     test_console.py's screenshots are (docs/console/machines.png). The browser's clock is
     set to the server's fake one, so "last seen" reads as it would in real use."""
-    page.clock.set_system_time(site.harness.clock.now() + timedelta(seconds=42))
+    page.clock.set_fixed_time(site.harness.clock.now() + timedelta(seconds=42))
     sign_in(page, site.base, site.harness.admin, "/console/machines")
     expect(row(page, site.busy.id)).to_contain_text("42s ago")
     expect(row(page, site.idle.id)).to_be_visible()
