@@ -46,7 +46,7 @@ export function machinesPage() {
         title: "Last seen",
         cell: (m) =>
           m.last_seen_at
-            ? h("span", { title: time(m.last_seen_at) }, relative(m.last_seen_at))
+            ? h("span", { title: time(m.last_seen_at) }, seen(m.last_seen_at))
             : h("span", { class: "muted", title: "no request in the last few minutes" }, "not recently"),
       },
       { title: "Runs in progress", cell: (m) => String(m.runs_in_progress ?? 0) },
@@ -86,4 +86,9 @@ function toggle(machine, said, reload) {
     }
   });
   return button;
+}
+
+/** How long ago; a time ahead of this browser's clock (the server's runs ahead) is now. */
+function seen(value) {
+  return new Date(value).getTime() > Date.now() ? "just now" : relative(value);
 }
