@@ -231,6 +231,33 @@ def test_another_principals_machine_cannot_be_disabled(harness: Harness) -> None
     assert response.status_code == 404
 
 
+def test_the_list_says_when_each_machine_was_seen_and_what_it_runs(harness: Harness) -> None:
+    """`last_seen_at` is the latest remembered proof, `runs_in_progress` the runs it holds
+    a lease on; `can_change` tells a client whether to offer Disable and Enable."""
+    principal = "grace"
+    busy = register(harness, new_target(), principal=principal)
+    idle = register(harness, new_target(), principal=principal)
+    automation = create_automation(harness.database, target=busy.target, principal=principal)
+    admit(harness.database, automation, harness)
+    busy.claimed()
+
+    def listed(token: str) -> dict[str, Any]:
+        response = harness.http.get("/v1/machines", headers=bearer(token))
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    reader = listed(harness.token("automations:read", principal=principal))
+    machines = {m["id"]: m for m in reader["machines"]}
+    assert parse_rfc3339(machines[busy.id]["last_seen_at"]) == harness.clock.now()
+    assert machines[busy.id]["runs_in_progress"] == 1
+    assert machines[idle.id]["last_seen_at"] is None
+    assert machines[idle.id]["runs_in_progress"] == 0
+    assert reader["can_change"] is False
+    writer = harness.token("automations:read", "automations:write", principal=principal)
+    assert listed(writer)["can_change"] is True
+
+
 def test_expired_proofs_are_pruned(harness: Harness) -> None:
     machine = register(harness, new_target())
     past = harness.clock.now() - timedelta(days=1)

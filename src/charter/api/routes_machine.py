@@ -94,10 +94,17 @@ def register_machine(context: Context, token: Writer, body: Body) -> JSONRespons
 
 @router.get("/v1/machines")
 def list_machines(context: Context, token: Reader) -> JSONResponse:
-    """The token principal's machines (every machine for a `*` token)."""
+    """The token principal's machines (every machine for a `*` token), each with
+    `last_seen_at` and `runs_in_progress`; `can_change` says whether this token may
+    disable and enable them (`automations:write`), so a client shows only what works."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         found = leases.list_machines(conn, token.principal, everyone=ALL_SCOPES in token.scopes)
-    return JSONResponse({"machines": [m.to_json() for m in found]})
+    return JSONResponse(
+        {
+            "machines": [m.to_json() for m in found],
+            "can_change": token.grants("automations:write"),
+        }
+    )
 
 
 @router.post("/v1/machines/{machine_id}/disable")

@@ -102,6 +102,23 @@ class MachineRecord(RowRecord):
 
 
 @dataclass(frozen=True)
+class MachineStatus:
+    """A machine as the operator sees it: the record, when it last proved itself (while
+    that proof is remembered) and how many runs it holds a lease on now."""
+
+    machine: MachineRecord
+    last_seen_at: datetime | None
+    runs_in_progress: int
+
+    def to_json(self) -> JsonObject:
+        return {
+            **self.machine.to_json(),
+            "last_seen_at": format_rfc3339(self.last_seen_at) if self.last_seen_at else None,
+            "runs_in_progress": self.runs_in_progress,
+        }
+
+
+@dataclass(frozen=True)
 class Lease:
     run_id: uuid.UUID
     token: uuid.UUID
@@ -165,12 +182,15 @@ def register_machine(
     return MachineRecord.from_dict(row)
 
 
-def list_machines(conn: Conn, principal: str, *, everyone: bool = False) -> list[MachineRecord]:
+def list_machines(conn: Conn, principal: str, *, everyone: bool = False) -> list[MachineStatus]:
     with translated(), conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
             query("list_machines"), {"principal": principal, "all": everyone}
         ).fetchall()
-    return [MachineRecord.from_dict(r) for r in rows]
+    return [
+        MachineStatus(MachineRecord.from_dict(r), r["last_seen_at"], int(r["runs_in_progress"]))
+        for r in rows
+    ]
 
 
 def set_machine_disabled(

@@ -25,7 +25,10 @@ def list_(as_json: JsonFlag = False) -> None:
     if as_json:
         remote.print_json({"machines": list(machines)})
         return
-    table = Table("id", "target", "principal", "registered", "status", title="machines")
+    table = Table(
+        "id", "target", "principal", "registered", "status", "last seen", "running",
+        title="machines",
+    )  # fmt: skip
     for machine in machines:
         disabled = machine.get("disabled_at")
         table.add_row(
@@ -34,6 +37,9 @@ def list_(as_json: JsonFlag = False) -> None:
             Text(str(machine.get("principal"))),
             when.human(machine.get("created_at")),
             f"disabled {when.human(disabled)}" if disabled else "enabled",
+            # Proofs are remembered for minutes only: no time means not recently.
+            when.human(machine.get("last_seen_at")),
+            str(machine.get("runs_in_progress", "-")),
         )
     Console(soft_wrap=False).print(table)
 

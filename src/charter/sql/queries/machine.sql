@@ -6,10 +6,17 @@ VALUES (%(id)s, %(target)s, %(principal)s, %(thumbprint)s, %(public_jwk)s,
 RETURNING *
 
 -- list_machines --
--- A principal's machines (every machine when all is true), oldest first.
-SELECT * FROM charter.machines
-WHERE %(all)s OR principal = %(principal)s
-ORDER BY created_at, id
+-- A principal's machines (every machine when all is true), oldest first, each with its
+-- latest DPoP proof still remembered (proofs are pruned minutes after they expire, so an
+-- older visit shows as NULL) and its running runs (the partial index runs_leases).
+SELECT m.*,
+       (SELECT max(d.seen_at) FROM charter.dpop_proofs d WHERE d.machine_id = m.id)
+           AS last_seen_at,
+       (SELECT count(*) FROM charter.runs r
+        WHERE r.status = 'running' AND r.lease_owner = m.id) AS runs_in_progress
+FROM charter.machines m
+WHERE %(all)s OR m.principal = %(principal)s
+ORDER BY m.created_at, m.id
 
 -- set_machine_disabled --
 -- Disable (or enable again) a machine of the principal's (any machine when all is true).

@@ -10,6 +10,7 @@ import { processPage } from "./page-process.js";
 import { workflowsPage, workflowPage } from "./page-workflows.js";
 import { automationsPage } from "./page-automations.js";
 import { runPage } from "./page-run.js";
+import { machinesPage } from "./page-machines.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -25,6 +26,7 @@ const ROUTES = [
   [/^workflows\/(.+)$/, (m) => workflowPage(m[1].split("/").map(decodeURIComponent).join("/"))],
   [/^automations$/, () => automationsPage()],
   [/^runs\/(.+)$/, (m) => runPage(decodeURIComponent(m[1]))],
+  [/^machines$/, () => machinesPage()],
 ];
 
 function route() {
@@ -168,6 +170,7 @@ async function probeScopes() {
   hide("processes", !processes);
   hide("workflows", !processes);
   hide("automations", !automations && !runs);
+  hide("machines", !automations); // GET /v1/machines needs automations:read too
 }
 
 signOutButton.addEventListener("click", () => {
