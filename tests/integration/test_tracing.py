@@ -28,6 +28,7 @@ from charter.db.database import Database, Role, connect
 from charter.engine.metrics import REGISTRY
 from charter.tracing import _exporter, configure_tracing
 from tests.integration.apikit import ERRANDS, Harness, new_id
+from tests.integration.liveserver import free_port
 from tests.integration.machinekit import (
     Machine,
     asgi_client,
@@ -272,6 +273,13 @@ def _webhook_automation(harness: Harness, url: str) -> tuple[str, str, str, Mach
     return principal, target, secret, register(harness, target, principal=principal)
 
 
+def _step_seconds_count(outcome: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "charter_run_step_duration_seconds_count", {"outcome": outcome}
+    )
+    return value or 0.0
+
+
 def _step_count(outcome: str) -> float:
     value = REGISTRY.get_sample_value("charter_run_steps_total", {"outcome": outcome})
     return value or 0.0
@@ -374,3 +382,21 @@ def test_each_cron_occurrence_starts_a_trace_its_run_keeps(
         assert f"{admit.context.trace_id:032x}" == trace_id
         traces.add(trace_id)
     assert len(traces) == 2
+
+
+@pytest.mark.anyio
+async def test_a_transient_failure_releases_the_step_and_counts_it_released(
+    machines: Harness, spans: InMemorySpanExporter
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens: connection refused
+    principal, target, secret, machine = _webhook_automation(machines, closed)
+    _deliver(machines, principal, target, secret)
+    released_before = _step_count("released")
+    timed_before = _step_seconds_count("released")
+    outcome = await _execute_one(machines, machine)
+    assert outcome is Outcome.RELEASED
+    step = _one(spans, "charter.run.step")
+    assert (step.attributes or {}).get("charter.outcome") == "released"
+    assert step.status.status_code is StatusCode.ERROR
+    assert _step_count("released") == released_before + 1
+    assert _step_seconds_count("released") == timed_before + 1
