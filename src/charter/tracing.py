@@ -1,4 +1,10 @@
-"""OpenTelemetry traces: spans for each HTTP request, `process_event` and each fire.
+"""OpenTelemetry traces: spans for each HTTP request, `process_event`, each fire and each
+run step, one trace from a webhook delivery to its run's steps and their outgoing requests.
+
+A run stores the W3C `traceparent` of the span that admitted it (`current_traceparent`);
+the machine gets it with its claim and opens each step's span as that span's child
+(`span(..., carrier=run_carrier(...))`); `http.request` sends the step's context on as
+its own `traceparent` header.
 
 The OpenTelemetry API is a no-op until a tracer provider is installed, so the spans cost
 next to nothing when tracing is off. `configure_tracing` installs the SDK's provider when
@@ -56,6 +62,18 @@ def traceparent() -> dict[str, str]:
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     return carrier
+
+
+def current_traceparent() -> str | None:
+    """The W3C `traceparent` of the current span, to store with what it admits; None
+    when there is no recording span (tracing off)."""
+    return traceparent().get("traceparent")
+
+
+def run_carrier(stored: str | None) -> dict[str, str]:
+    """The carrier a run's step spans are opened with: the admitting span's context, or
+    an empty one (the run's steps then start a trace of their own)."""
+    return {"traceparent": stored} if stored else {}
 
 
 def configure_tracing(service_name: str) -> bool:

@@ -23,9 +23,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(app: ASGIApp, *, timeout: float = 30) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 until the block ends; yields the base URL."""
-    port = free_port()
+def live_server(app: ASGIApp, *, timeout: float = 30, port: int | None = None) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 (on `port`, else a free one) until the block ends; yields
+    the base URL."""
+    port = port or free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     )

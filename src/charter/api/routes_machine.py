@@ -42,6 +42,7 @@ from charter.automations.dpop import (
     check_proof,
     request_htu,
 )
+from charter.automations.metrics import observe_steps
 from charter.automations.wakeups import run_hint
 from charter.core import ijson
 from charter.core.errors import CharterError, Forbidden, Malformed
@@ -325,6 +326,7 @@ def complete_step(
     answered as `"next"` with its idempotency key: one request per step; with
     `"lease_seconds"` too, the lease is renewed and answered as `"lease"`."""
     request = fields(body, {"token", "output"}, {"next", "lease_seconds"})
+    ended: leases.EndedSteps = []
     with as_machine(context, proof) as (conn, machine):
         now = context.engine.clock.now_or_none()
         token = text(request, "token")
@@ -332,18 +334,22 @@ def complete_step(
             renew = _lease_seconds(request) if "lease_seconds" in request else None
             step, started, lease = leases.complete_and_start(
                 conn, run_id, step_id, text(request, "next"), machine, token,
-                request["output"], lease_seconds=renew, now=now,
+                request["output"], lease_seconds=renew, now=now, ended=ended,
             )  # fmt: skip
             answer: JsonObject = {"step": step.to_json(), "next": started.to_json()}
             if lease is not None:
                 answer["lease"] = lease.to_json()
-            return JSONResponse(answer)
-        if "lease_seconds" in request:
-            raise Malformed("lease_seconds renews the lease only with next", field="lease_seconds")
-        step = leases.complete_step(
-            conn, run_id, step_id, machine, token, request["output"], now=now
-        )
-    return JSONResponse({"step": step.to_json()})
+        else:
+            if "lease_seconds" in request:
+                raise Malformed(
+                    "lease_seconds renews the lease only with next", field="lease_seconds"
+                )
+            step = leases.complete_step(
+                conn, run_id, step_id, machine, token, request["output"], now=now, ended=ended
+            )
+            answer = {"step": step.to_json()}
+    observe_steps(ended)  # committed
+    return JSONResponse(answer)
 
 
 @router.post("/v1/machine/runs/{run_id}/complete")
@@ -355,17 +361,19 @@ def complete_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSO
     transaction and answers it as `"claim"` (null when there is none). One commit."""
     request = fields(body, {"token", "output"}, {"step", "claim"})
     claim_next = _claim_request(request)
+    ended: leases.EndedSteps = []
     with as_machine(context, proof) as (conn, machine):
         now = context.engine.clock.now_or_none()
         token = text(request, "token")
         step = text(request, "step") if "step" in request else None
         run = leases.complete_run(
-            conn, run_id, machine, token, request["output"], step=step, now=now
+            conn, run_id, machine, token, request["output"], step=step, now=now, ended=ended
         )
         answer: JsonObject = {"run": run.to_json()}
         if claim_next is not None:
             claimed = leases.claim_run(conn, machine, lease_seconds=claim_next, now=now)
             answer["claim"] = claimed.to_json() if claimed is not None else None
+    observe_steps(ended)  # committed
     return JSONResponse(answer)
 
 
@@ -373,6 +381,7 @@ def complete_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSO
 def fail_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Fail the run for good `{"token", "error"}` (a deterministic error)."""
     request = fields(body, {"token", "error"})
+    ended: leases.EndedSteps = []
     with as_machine(context, proof) as (conn, machine):
         run = leases.fail_run(
             conn,
@@ -381,7 +390,9 @@ def fail_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONRes
             text(request, "token"),
             text(request, "error"),
             now=context.engine.clock.now_or_none(),
+            ended=ended,
         )
+    observe_steps(ended)  # committed
     return JSONResponse({"run": run.to_json()})
 
 
@@ -399,6 +410,7 @@ def release_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSON
             raise Malformed(
                 f"retry_at must be an RFC 3339 time ({exc})", field="retry_at"
             ) from None
+    ended: leases.EndedSteps = []
     with as_machine(context, proof) as (conn, machine):
         run = leases.release_run(
             conn,
@@ -408,7 +420,9 @@ def release_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSON
             text(request, "error"),
             retry_at=retry_at,
             now=context.engine.clock.now_or_none(),
+            ended=ended,
         )
+    observe_steps(ended)  # committed
     if run.retry_at is not None and run.retry_at <= context.engine.clock.now():
         # Claimable at once (a stopping machine's release): wake the machines waiting.
         with context.database.connection(Role.ENGINE) as conn:

@@ -22,7 +22,8 @@ retry):
 Shipped hosts:
 
 - `http.request`: one HTTP request with httpx. Input `{"method", "url", "headers"?,
-  "json"?, "timeout"?}`; the request carries `Idempotency-Key: <key>`. Output
+  "json"?, "timeout"?}`; the request carries `Idempotency-Key: <key>` and, when tracing
+  is on, the W3C `traceparent` of its client span (a child of the step's). Output
   `{"status", "headers", "json"}` (or `"text"` for a non-JSON body). An answer of 400 or
   more is `TargetAnswered`.
 - `charter.submit`: signs an event as an integration actor (`charter.core.envelope.sign`)
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from opentelemetry.trace import SpanKind
 
 from charter.automations.plan import ACTION_ID, answer_condition
 from charter.client import CharterClient
@@ -59,6 +61,7 @@ from charter.core.envelope import Envelope, sign
 from charter.core.errors import CharterError, InvalidSecretKey, Malformed, StalePrev, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
+from charter.tracing import Attributes, span, traceparent
 
 T = TypeVar("T")
 
@@ -239,13 +242,25 @@ class HttpRequestAction:
     async def __call__(self, call: ActionCall) -> JsonValue:
         method, url, headers, body, timeout = self._request(call.payload)
         headers["Idempotency-Key"] = call.idempotency_key
-        async with httpx.AsyncClient(
-            transport=self._transport, timeout=timeout, follow_redirects=False
-        ) as client:
-            response = await until_cancelled(
-                call, client.request(method, url, headers=headers, json=body)
-            )
-        return self._output(method, url, response)
+        target = httpx.URL(url)
+        attributes: Attributes = {
+            "http.request.method": method,
+            "server.address": target.host,
+            "url.scheme": target.scheme,
+        }
+        # The client span of the OpenTelemetry HTTP conventions (named by the method; no
+        # full URL: a query may hold a secret), whose context the request carries.
+        with span(method, attributes, kind=SpanKind.CLIENT) as current:
+            if not any(name.lower() == "traceparent" for name in headers):
+                headers.update(traceparent())  # a plan's own traceparent is left alone
+            async with httpx.AsyncClient(
+                transport=self._transport, timeout=timeout, follow_redirects=False
+            ) as client:
+                response = await until_cancelled(
+                    call, client.request(method, url, headers=headers, json=body)
+                )
+            current.set_attribute("http.response.status_code", response.status_code)
+            return self._output(method, url, response)
 
     def _request(self, payload: JsonValue) -> tuple[str, str, dict[str, str], JsonValue, float]:
         if not isinstance(payload, dict):

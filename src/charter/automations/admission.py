@@ -35,6 +35,7 @@ from charter.db.database import Database, Role
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.engine.hints import send_hints
+from charter.tracing import current_traceparent, span
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,13 @@ def fire_due_crons(
                 )
                 continue
             budget -= 1
-            run = _admit_occurrence(conn, schedule, instant, now)
+            occurrence = {
+                "charter.trigger_id": str(trigger_id),
+                "charter.scheduled_for": format_rfc3339(instant),
+            }
+            # Each occurrence's run starts a trace of its own (an empty carrier: a root).
+            with span("charter.cron.admit", occurrence, carrier={}):
+                run = _admit_occurrence(conn, schedule, instant, now, current_traceparent())
             remaining = schedule.remaining_occurrences
             if run is not None:
                 admitted.append(run)
@@ -155,7 +162,7 @@ def cron_dedupe_key(trigger_id: uuid.UUID, instant: datetime) -> str:
 
 
 def _admit_occurrence(
-    conn: Conn, schedule: _Schedule, instant: datetime, now: datetime
+    conn: Conn, schedule: _Schedule, instant: datetime, now: datetime, traceparent: str | None
 ) -> RunRecord | None:
     scheduled_for = format_rfc3339(instant)
     return admit_run(
@@ -166,6 +173,7 @@ def _admit_occurrence(
         input={"kind": "schedule", "scheduledFor": scheduled_for, "triggerId": str(schedule.id)},
         dedupe_key=cron_dedupe_key(schedule.id, instant),
         scheduled_for=instant,
+        traceparent=traceparent,
         now=now,
     )
 
@@ -215,6 +223,9 @@ def receive_event(
         )
     event = _name(lowered.get(EVENT_HEADER), payload, "type", "event")
     runs: list[RunRecord] = []
+    # The delivery's request span (its server span, when tracing is on) admits the runs:
+    # their steps continue its trace.
+    traceparent = current_traceparent()
     with translated(), conn.transaction():
         with conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(
@@ -238,6 +249,7 @@ def receive_event(
                 trigger_id=trigger.id,
                 input=_event_input(trigger, source, event, delivery.message_id, payload),
                 dedupe_key=f"webhook:{trigger.id}:{delivery.message_id}",
+                traceparent=traceparent,
                 now=now,
             )
             if run is not None:

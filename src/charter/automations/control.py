@@ -43,6 +43,7 @@ from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
+from charter.tracing import current_traceparent
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
@@ -652,6 +653,7 @@ class Control:
             automation_id=current.id,
             trigger_kind="manual",
             input=input if input is not None else {},
+            traceparent=current_traceparent(),  # the trigger request's trace
             now=self.clock.now_or_none(),
         )
         # The automation row is locked and its plan was there: admission cannot refuse.

@@ -42,6 +42,7 @@ from enum import StrEnum
 from typing import Protocol
 
 import httpx
+from opentelemetry.trace import Span, StatusCode
 
 from charter.automations.actions import ActionCall, ActionRegistry, ActionTransient, TargetAnswered
 from charter.automations.dpop import InvalidDpop
@@ -52,8 +53,11 @@ from charter.core.crashpoints import STEP_RETURNED_BEFORE_JOURNAL, crash_point
 from charter.core.errors import CharterError, LeaseLost
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonValue
+from charter.tracing import Attributes, run_carrier, span
 
 log = logging.getLogger("charter.machine")
+RUN_SPAN = "charter.run"
+STEP_SPAN = "charter.run.step"
 
 # Service answers that mean "try again later": a proxy or the service itself is down.
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
@@ -153,6 +157,16 @@ class ExecutorOptions:
             raise ValueError("max_attempts must be at least 1")
         if not 0 <= self.max_retry_delay < math.inf or self.cancel_grace < 0:
             raise ValueError("max_retry_delay and cancel_grace must be finite and >= 0")
+
+
+@dataclass
+class _Walk:
+    """What walking a plan carries from one step to the next."""
+
+    last: JsonValue = None  # the last step's output: the run's
+    outputs: dict[str, JsonValue] = field(default_factory=dict)  # `{{ steps.<id>.… }}`
+    started: JournalEntry | None = None  # journalled running with the last output
+    unjournalled: str | None = None  # the last step, journalled with the run
 
 
 @dataclass(frozen=True)
@@ -281,6 +295,20 @@ class RunExecutor:
     async def _execute(
         self, claimed: ClaimedRun, stop: asyncio.Event | None, *, claim_next: bool
     ) -> tuple[Outcome, ClaimedRun | None]:
+        """`_walk` inside the run's span: a child of the span that admitted the run (the
+        trace its claim carries), else the root of a trace of its own."""
+        attributes: Attributes = {
+            "charter.run_id": claimed.run_id,
+            "charter.run.attempt": claimed.attempts,
+        }
+        with span(RUN_SPAN, attributes, carrier=run_carrier(claimed.traceparent)) as current:
+            outcome, handed = await self._walk(claimed, stop, claim_next=claim_next)
+            _ended(current, outcome)
+            return outcome, handed
+
+    async def _walk(
+        self, claimed: ClaimedRun, stop: asyncio.Event | None, *, claim_next: bool
+    ) -> tuple[Outcome, ClaimedRun | None]:
         """Walk the plan; with `claim_next`, the run's completion also claims the next
         run, which comes back with the outcome.
 
@@ -298,67 +326,111 @@ class RunExecutor:
                 # An authorization failure: deterministic, the run fails before any step.
                 message = f"step {step.id!r}: {step.action_id!r} is not on the allowlist"
                 return await self._fail(claimed, message), None
+        walk = _Walk()
         try:
-            last: JsonValue = None
-            outputs: dict[str, JsonValue] = {}  # what `{{ steps.<id>.… }}` reads
-            started: JournalEntry | None = None  # journalled running with the last output
-            unjournalled: str | None = None  # the last step, journalled with the run
             for index, step in enumerate(plan.steps):
                 entry = claimed.journal.get(step.id)
                 if entry is not None and entry.status == "completed":
-                    last = entry.output  # axiom 24: a completed step is never invoked again
-                    outputs[step.id] = last
+                    # Axiom 24: a completed step is never invoked again.
+                    walk.last = walk.outputs[step.id] = entry.output
                     continue
                 if stop is not None and stop.is_set():
                     # A step already journalled running is journalled failed by the
                     # release; it starts again, with the same key, on the next claim.
                     released = await self._release(claimed, "the machine is stopping", retry=False)
                     return released, None
-                if started is None or started.step_id != step.id:
-                    # Axiom 25: the service confirms the lease by journalling the step running.
-                    started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
-                payload = step.render_input(claimed.input, outputs)
-                result = await self._invoke(
-                    claimed, step, payload, started.idempotency_key, policy.step_timeout_seconds
-                )
-                started = None
-                if isinstance(result, _Lost):
-                    log.warning(
-                        "run %s: lease renewal failed during step %s (%s); not advancing",
-                        claimed.run_id,
-                        step.id,
-                        _describe(result.reason),
-                    )
-                    return Outcome.LOST, None
-                if isinstance(result, _Raised):
-                    return await self._action_failed(claimed, step, result.error), None
-                try:
-                    check_value(result.output)
-                except CharterError as exc:
-                    message = f"step {step.id!r}: the output is not JSON: {exc.message}"
-                    return await self._fail(claimed, message), None
-                crash_point(STEP_RETURNED_BEFORE_JOURNAL)
-                last = outputs[step.id] = result.output
                 following = plan.steps[index + 1] if index + 1 < len(plan.steps) else None
-                if following is None:
-                    unjournalled = step.id  # journalled by the run's completion, one commit
-                elif stop is not None and stop.is_set():
-                    await self.api.complete_step(claimed.run_id, step.id, claimed.token, last)
-                else:
-                    started = await self.api.complete_and_start(
-                        claimed.run_id, step.id, claimed.token, last, following.id
-                    )
+                ended = await self._step(claimed, step, following, policy, walk, stop)
+                if ended is not None:
+                    return ended, None
             stopping = stop is not None and stop.is_set()
             handed = await self.api.finish(
                 claimed.run_id,
                 claimed.token,
-                last,
-                step=unjournalled,
+                walk.last,
+                step=walk.unjournalled,
                 claim=claim_next and not stopping,
             )
             return Outcome.COMPLETED, handed
         except Exception as exc:
             return await self._service_failed(claimed, exc), None
+
+    async def _step(
+        self,
+        claimed: ClaimedRun,
+        step: Step,
+        following: Step | None,
+        policy: Policy,
+        walk: _Walk,
+        stop: asyncio.Event | None,
+    ) -> Outcome | None:
+        """One step inside its span: how the run ended, or None when it goes on."""
+        attributes = {"charter.run_id": claimed.run_id, "charter.step": step.id}
+        with span(STEP_SPAN, attributes) as current:
+            try:
+                ended = await self._walk_step(claimed, step, following, policy, walk, stop, current)
+            except Exception as exc:
+                # The service refused or could not be reached: the run ends here.
+                ended = await self._service_failed(claimed, exc)
+            _ended(current, ended or Outcome.COMPLETED)
+            return ended
+
+    async def _walk_step(
+        self,
+        claimed: ClaimedRun,
+        step: Step,
+        following: Step | None,
+        policy: Policy,
+        walk: _Walk,
+        stop: asyncio.Event | None,
+        current: Span,
+    ) -> Outcome | None:
+        started = walk.started
+        if started is None or started.step_id != step.id:
+            # Axiom 25: the service confirms the lease by journalling the step running.
+            started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
+        current.set_attribute("charter.step.attempt", started.attempts)
+        payload = step.render_input(claimed.input, walk.outputs)
+        result = await self._invoke(
+            claimed, step, payload, started.idempotency_key, policy.step_timeout_seconds
+        )
+        walk.started = None
+        ended = await self._step_ended(claimed, step, result)
+        if ended is not None or not isinstance(result, _Returned):
+            return ended
+        crash_point(STEP_RETURNED_BEFORE_JOURNAL)
+        walk.last = walk.outputs[step.id] = result.output
+        if following is None:
+            walk.unjournalled = step.id  # journalled by the run's completion, one commit
+        elif stop is not None and stop.is_set():
+            await self.api.complete_step(claimed.run_id, step.id, claimed.token, walk.last)
+        else:
+            walk.started = await self.api.complete_and_start(
+                claimed.run_id, step.id, claimed.token, walk.last, following.id
+            )
+        return None
+
+    async def _step_ended(
+        self, claimed: ClaimedRun, step: Step, result: _Returned | _Raised | _Lost
+    ) -> Outcome | None:
+        """How the run ends with this step's result: None when the step returned JSON and
+        the run goes on; otherwise the run is failed, released or left (the lease lost)."""
+        if isinstance(result, _Lost):
+            log.warning(
+                "run %s: lease renewal failed during step %s (%s); not advancing",
+                claimed.run_id,
+                step.id,
+                _describe(result.reason),
+            )
+            return Outcome.LOST
+        if isinstance(result, _Raised):
+            return await self._action_failed(claimed, step, result.error)
+        try:
+            check_value(result.output)
+        except CharterError as exc:
+            message = f"step {step.id!r}: the output is not JSON: {exc.message}"
+            return await self._fail(claimed, message)
+        return None
 
     async def _invoke(
         self,
@@ -475,6 +547,13 @@ class RunExecutor:
             return Outcome.ABANDONED
         log.info("run %s failed: %s", claimed.run_id, message)
         return Outcome.FAILED
+
+
+def _ended(current: Span, outcome: Outcome) -> None:
+    """A run's or step's span records how it ended; anything but completed is an error."""
+    current.set_attribute("charter.outcome", outcome.value)
+    if outcome is not Outcome.COMPLETED:
+        current.set_status(StatusCode.ERROR, outcome.value)
 
 
 class StepTimedOut(Exception):

@@ -141,7 +141,15 @@ class Claim:
             "run": self.run.to_json(),
             "lease": self.lease.to_json(),
             "journal": [step.to_json() for step in self.journal],
+            # The trace the run's steps continue (null: they start their own).
+            "traceparent": self.run.traceparent,
         }
+
+
+# Steps a transaction journalled as ended, with how (`completed`, `failed`: the run
+# failed, `released`: it goes back to the queue): the step metrics count them once the
+# transaction commits (charter.automations.metrics.observe_steps).
+EndedSteps = list[tuple[str, StepRecord]]
 
 
 def idempotency_key(run_id: uuid.UUID | str, step_id: str) -> str:
@@ -391,6 +399,7 @@ def complete_step(
     output: JsonValue,
     *,
     now: datetime | None = None,
+    ended: EndedSteps | None = None,
 ) -> StepRecord:
     """Journal a running step's output under the current lease.
 
@@ -398,18 +407,25 @@ def complete_step(
     the journal row again; a different output for a completed step is StepCompleted.
     """
     return _complete_held(
-        conn, hold_lease(conn, run_id, machine, token, now=now), step_id, output, now
+        conn, hold_lease(conn, run_id, machine, token, now=now), step_id, output, now, ended
     )
 
 
 def _complete_held(
-    conn: Conn, run: RunRecord, step_id: str, output: JsonValue, now: datetime | None
+    conn: Conn,
+    run: RunRecord,
+    step_id: str,
+    output: JsonValue,
+    now: datetime | None,
+    ended: EndedSteps | None = None,
 ) -> StepRecord:
     """`complete_step` on a run whose lease this transaction holds already."""
     check_value(output)
     params = {"run_id": run.id, "step_id": step_id, "output": Jsonb(output), "now": now}
     with translated(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(query("complete_step"), params).fetchone()
+        if row is not None and ended is not None:
+            ended.append(("completed", StepRecord.from_dict(row)))  # not a repeat
         if row is None:
             row = cur.execute(query("run_step"), params).fetchone()
             if row is None or row["status"] != "completed":
@@ -435,6 +451,7 @@ def complete_and_start(
     *,
     lease_seconds: float | None = None,
     now: datetime | None = None,
+    ended: EndedSteps | None = None,
 ) -> tuple[StepRecord, StepRecord, Lease | None]:
     """Journal `step_id`'s output, then `next_step` running, in one transaction: one
     round trip per step instead of two, with the order of the journal unchanged (the
@@ -442,7 +459,7 @@ def complete_and_start(
     before its action is invoked). Any refusal undoes both. With `lease_seconds` the
     lease is renewed too (a run of many short steps outlives one lease)."""
     run = hold_lease(conn, run_id, machine, token, now=now)
-    done = _complete_held(conn, run, step_id, output, now)
+    done = _complete_held(conn, run, step_id, output, now, ended)
     started = _start_held(conn, run, next_step, now)
     if lease_seconds is None:
         return done, started, None
@@ -459,13 +476,14 @@ def complete_run(
     *,
     step: str | None = None,
     now: datetime | None = None,
+    ended: EndedSteps | None = None,
 ) -> RunRecord:
     """Complete a run whose every plan step is completed, under the current lease;
     with `step`, that running step's output (the same `output`) is journalled first, in
     the same transaction (the last step's report and the run's completion, one commit)."""
     run = hold_lease(conn, run_id, machine, token, now=now)
     if step is not None:
-        _complete_held(conn, run, step, output, now)
+        _complete_held(conn, run, step, output, now, ended)
     check_value(output)
     done = {s.step_id for s in run_steps(conn, run.id) if s.status == "completed"}
     missing = [step for step in plan_step_ids(run) if step not in done]
@@ -482,13 +500,13 @@ def fail_run(
     error: str,
     *,
     now: datetime | None = None,
+    ended: EndedSteps | None = None,
 ) -> RunRecord:
     """Fail a run for good (a deterministic error), under the current lease; a step
     left running is journalled failed with the same error."""
     run = hold_lease(conn, run_id, machine, token, now=now)
     message = _error(error)
-    with translated():
-        conn.execute(query("fail_running_steps"), {"run_id": run.id, "error": message, "now": now})
+    _fail_running_steps(conn, run.id, message, now, "failed", ended)
     return _finish(conn, run.id, "failed", output=None, error=message, now=now)
 
 
@@ -501,6 +519,7 @@ def release_run(
     *,
     retry_at: datetime | None = None,
     now: datetime | None = None,
+    ended: EndedSteps | None = None,
 ) -> RunRecord:
     """Return a run to the queue after a transient failure (axiom 27).
 
@@ -510,8 +529,8 @@ def release_run(
     """
     run = hold_lease(conn, run_id, machine, token, now=now)
     message = _error(error)
+    _fail_running_steps(conn, run.id, message, now, "released", ended)
     with translated(), conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query("fail_running_steps"), {"run_id": run.id, "error": message, "now": now})
         row = cur.execute(
             query("release_run"),
             {
@@ -525,6 +544,23 @@ def release_run(
         ).fetchone()
     assert row is not None
     return RunRecord.from_dict(row)
+
+
+def _fail_running_steps(
+    conn: Conn,
+    run_id: uuid.UUID,
+    message: str,
+    now: datetime | None,
+    outcome: str,
+    ended: EndedSteps | None,
+) -> None:
+    """Journal the run's running step (if any) failed with `message`."""
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            query("fail_running_steps"), {"run_id": run_id, "error": message, "now": now}
+        ).fetchall()
+    if ended is not None:
+        ended.extend((outcome, StepRecord.from_dict(row)) for row in rows)
 
 
 def _finish(

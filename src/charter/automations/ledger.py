@@ -52,6 +52,7 @@ class RunRecord(RowRecord):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    traceparent: str | None  # the W3C trace context of the span that admitted it
 
     def to_json(self) -> JsonObject:
         """The API shape; the lease token is a secret of the machine holding it."""
@@ -113,10 +114,12 @@ def admit_run(
     input: JsonValue = None,
     dedupe_key: str | None = None,
     scheduled_for: datetime | None = None,
+    traceparent: str | None = None,
     now: datetime | None = None,
 ) -> RunRecord | None:
     """Insert a pending run snapshotting the plan; None if this occurrence was admitted
-    already, or the automation is paused or has no plan."""
+    already, or the automation is paused or has no plan. `traceparent` is the admitting
+    span's context, which the run's steps continue."""
     with translated(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
             query("admit_run"),
@@ -127,6 +130,7 @@ def admit_run(
                 "input": Jsonb(input if input is not None else {}),
                 "dedupe_key": dedupe_key,
                 "scheduled_for": scheduled_for,
+                "traceparent": traceparent,
                 "now": now,
             },
         ).fetchone()

@@ -10,6 +10,7 @@ past it the call raises `charter.deadline.DeadlineExceeded`, an httpx timeout.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,7 +29,9 @@ from charter.core.ed25519 import SecretKey
 from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339, parse_rfc3339
+from charter.tracing import traceparent
 
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 # How long a claim waits for a run by default (a long poll); the service's cap is 30 s.
 DEFAULT_WAIT_SECONDS = 20.0
 
@@ -64,6 +67,7 @@ class ClaimedRun:
     token: str
     lease_expires_at: datetime
     journal: dict[str, JournalEntry]
+    traceparent: str | None = None  # the admitting span's trace, which the steps continue
 
     @classmethod
     def from_json(cls, value: JsonValue) -> ClaimedRun:
@@ -83,7 +87,13 @@ class ClaimedRun:
             token=str(lease["token"]),
             lease_expires_at=parse_rfc3339(str(lease["expires_at"])),
             journal={e.step_id: e for e in entries},
+            traceparent=_traceparent(body.get("traceparent")),
         )
+
+
+def _traceparent(value: JsonValue) -> str | None:
+    """A claim's `traceparent`, if it has the W3C form (anything else starts a new trace)."""
+    return value if isinstance(value, str) and _TRACEPARENT.fullmatch(value) else None
 
 
 class MachineClient:
@@ -241,6 +251,8 @@ class MachineClient:
             "DPoP": self.proof(method, path),
             "Content-Type": "application/json",
             "Accept": "application/json",
+            # The step's trace, when there is one: the service's spans join it.
+            **traceparent(),
         }
         response = await deadline.arequest(
             self._http,

@@ -1,10 +1,13 @@
 """Prometheus metrics of automations: cron admission (and its catch-up), webhook
-deliveries received and refused."""
+deliveries received and refused, run steps by outcome and their durations."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from collections.abc import Iterable
 
+from prometheus_client import Counter, Histogram
+
+from charter.automations.ledger import StepRecord
 from charter.engine.metrics import REGISTRY
 
 CRON_ADMISSIONS = Counter(
@@ -34,3 +37,26 @@ WEBHOOK_RUNS = Counter(
     "Runs admitted from webhook deliveries.",
     registry=REGISTRY,
 )
+RUN_STEPS = Counter(
+    "charter_run_steps",
+    "Run steps ended, by outcome: completed (output journalled), failed (the run failed) "
+    "or released (the run went back to the queue, the step starts again on a retry).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+RUN_STEP_SECONDS = Histogram(
+    "charter_run_step_duration_seconds",
+    "From a step journalled running to journalled ended, by outcome.",
+    ["outcome"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
+    registry=REGISTRY,
+)
+
+
+def observe_steps(ended: Iterable[tuple[str, StepRecord]]) -> None:
+    """Count steps a committed transaction journalled as ended (`leases.EndedSteps`)."""
+    for outcome, step in ended:
+        RUN_STEPS.labels(outcome=outcome).inc()
+        if step.finished_at is not None:
+            seconds = (step.finished_at - step.started_at).total_seconds()
+            RUN_STEP_SECONDS.labels(outcome=outcome).observe(max(0.0, seconds))

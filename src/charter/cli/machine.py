@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import secrets
 import signal
@@ -53,6 +54,10 @@ def register(
         str | None,
         typer.Option(help="Register for this principal (needs a '*' token; default: yours)."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the registered machine and its key file as JSON."),
+    ] = False,
 ) -> None:
     """Make a key pair in $CHARTER_HOME/machines/<id>.key (0600) and register its thumbprint.
 
@@ -86,6 +91,9 @@ def register(
         with contextlib.suppress(OSError):
             path.unlink()
         raise
+    if as_json:
+        typer.echo(json.dumps({**machine, "key_file": str(path)}, indent=2))
+        return
     typer.echo(f"machine {machine['id']} registered for target {machine['target']}")
     typer.echo(f"principal {machine['principal']}")
     typer.echo(f"thumbprint {machine['thumbprint']}")

@@ -71,6 +71,9 @@ def _click_exceptions() -> tuple[type[Exception], ...]:
 
 
 _CLICK_EXCEPTIONS = _click_exceptions()
+# The code of a command line click refuses (a missing, unknown or invalid option), under
+# --json; exit 2, as without it.
+USAGE_ERROR = "usage_error"
 
 
 def wants_json(args: list[str]) -> bool:
@@ -97,7 +100,12 @@ def main() -> None:
         sys.exit(1)
     except _CLICK_EXCEPTIONS as exc:
         show = getattr(exc, "show", None)
-        if callable(show):
+        if wants_json(sys.argv[1:]):
+            formatted = getattr(exc, "format_message", None)
+            message = str(formatted() if callable(formatted) else exc)
+            error = {"code": USAGE_ERROR, "message": " ".join(message.split())}
+            print(json.dumps({"error": error}, ensure_ascii=False), file=sys.stderr)
+        elif callable(show):
             show()  # usage line, "Try ... --help", "Error: ..." on stderr, as click does
         else:
             print(f"Error: {exc}", file=sys.stderr)

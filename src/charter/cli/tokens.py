@@ -18,6 +18,7 @@ from charter.auth.tokens import (
     revoke_token,
 )
 from charter.core.config import Settings
+from charter.core.errors import NotFound
 from charter.db.database import Role, connect
 from charter.db.embedded import database_url
 
@@ -36,15 +37,24 @@ def create(
     principal: Annotated[
         str, typer.Option(help="Who the token acts for (owner of automations and runs).")
     ] = DEFAULT_PRINCIPAL,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the token and its record (id, scopes, ...) as JSON."),
+    ] = False,
 ) -> None:
     """Create a token and print it once; only its SHA-256 is stored."""
     with database_url(Settings.from_env()) as url, connect(url, Role.ENGINE) as conn:
         token = create_token(conn, scopes=scope, name=name, principal=principal)
         info = find_token(conn, token)
+    if info is None:  # it was just committed: only a concurrent revoke-and-purge loses it
+        raise NotFound("the token just created is not in the database")
+    if as_json:
+        # The one time the token can be read: `jq -r .token` gets it.
+        typer.echo(json.dumps({"token": token, **info.to_json()}, indent=2))
+        return
     # The token alone on stdout, for `export CHARTER_TOKEN=$(charter tokens create ...)`.
     typer.echo(token)
-    if info is not None:
-        typer.echo(f"token id {info.id}; it is shown only this once", err=True)
+    typer.echo(f"token id {info.id}; it is shown only this once", err=True)
 
 
 @app.command("list")

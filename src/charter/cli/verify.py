@@ -36,6 +36,7 @@ from charter.engine.verification_pool import default_jobs, verify_processes
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_UNREADABLE = 2
+UNREADABLE_CODE = "unreadable_file"
 
 
 def verify(
@@ -133,7 +134,13 @@ def _verify_file(path: Path, replay: bool, pinned: tuple[str, ...] | None, *, as
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        Console(stderr=True).print(f"{path}: cannot read: {exc.strerror or exc}", markup=False)
+        message = f"{path}: cannot read: {exc.strerror or exc}"
+        if as_json:
+            # A script gets the failure as data, as every command's errors under --json.
+            error = {"code": UNREADABLE_CODE, "message": message, "path": str(path)}
+            typer.echo(json.dumps({"error": error}, ensure_ascii=True), err=True)
+        else:
+            Console(stderr=True).print(message, markup=False)
         return EXIT_UNREADABLE
     try:
         report = verify_bundle(ijson.loads(raw), replay=replay, automation_keys=pinned)

@@ -326,7 +326,8 @@ CREATE TABLE charter.runs (
     error text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     started_at timestamp with time zone,
-    finished_at timestamp with time zone
+    finished_at timestamp with time zone,
+    traceparent text
 );
 ALTER TABLE charter.runs ADD CONSTRAINT runs_attempts_check CHECK ((attempts >= 0));
 ALTER TABLE charter.runs ADD CONSTRAINT runs_dedupe_key_key UNIQUE (dedupe_key);
@@ -335,6 +336,7 @@ ALTER TABLE charter.runs ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
 ALTER TABLE charter.runs ADD CONSTRAINT runs_plan_check CHECK ((jsonb_typeof(plan) = 'object'::text));
 ALTER TABLE charter.runs ADD CONSTRAINT runs_running_has_lease CHECK (((status <> 'running'::text) OR ((lease_owner IS NOT NULL) AND (lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL))));
 ALTER TABLE charter.runs ADD CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'completed'::text, 'failed'::text])));
+ALTER TABLE charter.runs ADD CONSTRAINT runs_traceparent_form CHECK ((traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text));
 ALTER TABLE charter.runs ADD CONSTRAINT runs_trigger_kind_check CHECK ((trigger_kind = ANY (ARRAY['schedule'::text, 'webhook'::text, 'manual'::text])));
 CREATE INDEX runs_by_automation ON charter.runs USING btree (automation_id, created_at, id);
 CREATE INDEX runs_by_principal ON charter.runs USING btree (principal, created_at, id);
@@ -925,6 +927,7 @@ BEGIN
        OR NEW.plan <> OLD.plan OR NEW.input <> OLD.input
        OR NEW.dedupe_key IS DISTINCT FROM OLD.dedupe_key
        OR NEW.scheduled_for IS DISTINCT FROM OLD.scheduled_for
+       OR NEW.traceparent IS DISTINCT FROM OLD.traceparent
        OR NEW.created_at <> OLD.created_at THEN
         RAISE EXCEPTION USING
             ERRCODE = 'CHA04',

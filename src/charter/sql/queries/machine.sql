@@ -147,6 +147,7 @@ SELECT * FROM charter.run_steps WHERE run_id = %(run_id)s AND step_id = %(step_i
 UPDATE charter.run_steps
 SET status = 'failed', error = %(error)s, finished_at = coalesce(%(now)s, now())
 WHERE run_id = %(run_id)s AND status = 'running'
+RETURNING *
 
 -- finish_run --
 -- Complete or fail a run; its lease ends (the owner stays recorded).

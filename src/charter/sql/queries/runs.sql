@@ -2,11 +2,11 @@
 -- Admit one run with an immutable snapshot of the automation's plan; nothing back when
 -- the occurrence was already admitted, the automation is paused or it has no plan.
 INSERT INTO charter.runs (automation_id, trigger_id, trigger_kind, principal, target, plan,
-                          input, dedupe_key, scheduled_for, created_at)
+                          input, dedupe_key, scheduled_for, traceparent, created_at)
 SELECT a.id, %(trigger_id)s, %(trigger_kind)s, a.principal, a.target,
        jsonb_build_object('version', p.version, 'steps', p.steps,
                           'allowlist', p.allowlist, 'limits', p.limits),
-       %(input)s, %(dedupe_key)s, %(scheduled_for)s, coalesce(%(now)s, now())
+       %(input)s, %(dedupe_key)s, %(scheduled_for)s, %(traceparent)s, coalesce(%(now)s, now())
 FROM charter.automations a
 JOIN charter.plans p ON p.automation_id = a.id
 WHERE a.id = %(automation_id)s AND a.enabled
