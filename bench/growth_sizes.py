@@ -57,8 +57,9 @@ class ByteaAnswer:
         return self.heap_saved_per_row * self.events + indexes
 
 
-# Each hex index of events (events_actor was dropped in migration 0014), and the same key as bytea, built the same way (CREATE INDEX
-# on the whole table) inside a transaction that is rolled back.
+# Each hex index of events, and the same key as bytea, built the same way (CREATE INDEX
+# on the whole table) inside a transaction that is rolled back. (events_actor, the other
+# hex index measured before, was dropped in migration 0014.)
 _BYTEA_INDEXES = {
     "events_hash_key": (
         "growth_probe_hash",

@@ -6,6 +6,7 @@ no index to use: the query would read the whole table on a large deployment.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -18,7 +19,7 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 DROPPED = ("events_actor", "events_cause", "automation_queue_pending", "automation_queue_process")
 
 
-def _plan(conn: Conn, name: str, params: dict[str, object]) -> str:
+def _plan(conn: Conn, name: str, params: Mapping[str, object]) -> str:
     conn.execute("SET LOCAL enable_seqscan = off")
     rows = conn.execute("EXPLAIN " + query(name), params).fetchall()
     return "\n".join(str(row[0]) for row in rows)
