@@ -1,0 +1,198 @@
+"""The log's side of tlog-witness: ask every witness of a policy to cosign a checkpoint.
+
+    result = await witness_checkpoint(policy, note, sizes, proof, client=client)
+    if result.quorum:
+        publish(result.note)          # the checkpoint with every valid cosignature
+    sizes = result.sizes              # what to send as `old` next time
+    if result.ahead:                  # a witness holds a larger tree than this log:
+        halt("log_behind_witness")    # the log directory was rolled back
+
+- `policy`: a `charter.tlog.policy.Policy`; every witness with a URL (its submission
+  prefix) is asked, concurrently; witnesses without one are skipped.
+- `note`: the checkpoint signed by the log key.
+- `sizes`: the size each witness (by policy name) is believed to hold; a missing name
+  means 0. After a restart pass `{}`: a wrong guess costs one 409 round trip.
+- `proof(old, new)`: the RFC 6962 consistency proof between two sizes of this log (from
+  the tiles); called in the event loop, so it should be quick local reads.
+
+A 409 answer carries the witness's size: the call is retried once or twice with that
+size and a proof from it. A size larger than the checkpoint's is never retried: that
+witness has seen more of the log than this checkpoint (`ahead`). A cosignature is kept
+only if it verifies under that witness's key in the policy; anything else a witness
+says is ignored. Each witness gets `timeout` seconds in all; one that is down, slow or
+refuses costs its cosignature, never the call. Pass a long-lived `httpx.AsyncClient` to
+keep connections alive between checkpoints, as the spec recommends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+from charter.tlog.checkpoint import Checkpoint, CosignatureVerifier
+from charter.tlog.errors import TlogError
+from charter.tlog.note import Signature, add_signatures, open_note, parse_note
+from charter.tlog.policy import Policy
+from charter.tlog.witness_protocol import ADD_CHECKPOINT, encode_request, parse_size_body
+
+ProofSource = Callable[[int, int], Sequence[bytes]]
+"""`proof(old, new)`: the consistency proof from tree size `old` to `new` (0 < old < new)."""
+
+Status = Literal["cosigned", "ahead", "refused", "unreachable", "invalid"]
+MAX_CONFLICT_RETRIES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class WitnessReply:
+    """What one witness did with the checkpoint.
+
+    status: `cosigned`; `ahead` (it holds a larger tree: `size`); `refused` (4xx/5xx:
+    `detail`); `unreachable` (connection failure or timeout); `invalid` (a 200 without a
+    valid cosignature from its key, or an unreadable 409).
+    """
+
+    name: str
+    status: Status
+    size: int | None  # the size it holds, where known
+    signature: Signature | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Witnessed:
+    """The outcome of one round: the cosigned note and whether the policy's quorum holds."""
+
+    note: bytes  # the log's note plus every valid cosignature collected
+    cosigned: tuple[str, ...]  # policy names of the witnesses that cosigned
+    quorum: bool
+    sizes: Mapping[str, int]  # per witness, the size to send as `old` next time
+    replies: Mapping[str, WitnessReply]
+
+    @property
+    def ahead(self) -> tuple[str, ...]:
+        """Witnesses holding a larger tree than this checkpoint (a rolled-back log)."""
+        return tuple(n for n, r in self.replies.items() if r.status == "ahead")
+
+
+async def witness_checkpoint(
+    policy: Policy,
+    note: bytes,
+    sizes: Mapping[str, int],
+    proof: ProofSource,
+    *,
+    client: httpx.AsyncClient | None = None,
+    timeout: float = 1.0,
+) -> Witnessed:
+    """Send add-checkpoint to every witness of `policy` at once; see the module doc."""
+    checkpoint = Checkpoint.parse(parse_note(note).text)
+    targets = [w for w in policy.witnesses.values() if w.url]
+    own = client is None
+    http = client or httpx.AsyncClient(timeout=timeout)
+    try:
+        replies = await asyncio.gather(
+            *(
+                _bounded(
+                    _Call(http, w.name, w.verifier, w.url or "", note, checkpoint, proof),
+                    sizes.get(w.name, 0),
+                    timeout,
+                )
+                for w in targets
+            )
+        )
+    finally:
+        if own:
+            await http.aclose()
+    by_name = {r.name: r for r in replies}
+    signatures = [r.signature for r in replies if r.signature is not None]
+    cosigned = tuple(sorted(r.name for r in replies if r.signature is not None))
+    next_sizes = dict(sizes)
+    for reply in replies:
+        if reply.size is not None:
+            next_sizes[reply.name] = reply.size
+    return Witnessed(
+        note=add_signatures(note, signatures) if signatures else note,
+        cosigned=cosigned,
+        quorum=policy.satisfied(cosigned),
+        sizes=next_sizes,
+        replies=by_name,
+    )
+
+
+def witness_checkpoint_sync(
+    policy: Policy,
+    note: bytes,
+    sizes: Mapping[str, int],
+    proof: ProofSource,
+    *,
+    timeout: float = 1.0,
+) -> Witnessed:
+    """`witness_checkpoint` for callers without an event loop."""
+    return asyncio.run(witness_checkpoint(policy, note, sizes, proof, timeout=timeout))
+
+
+async def _bounded(call: _Call, old: int, timeout: float) -> WitnessReply:
+    try:
+        return await asyncio.wait_for(call.run(old), timeout)
+    except TimeoutError:
+        return WitnessReply(call.name, "unreachable", None, detail=f"no answer in {timeout} s")
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One witness's add-checkpoint exchange, with its 409 retries."""
+
+    http: httpx.AsyncClient
+    name: str
+    verifier: CosignatureVerifier
+    url: str
+    note: bytes
+    checkpoint: Checkpoint
+    proof: ProofSource
+
+    async def run(self, old: int) -> WitnessReply:
+        size = self.checkpoint.size
+        old = min(old, size)  # a larger belief is surely wrong; the 409 will tell
+        for _ in range(1 + MAX_CONFLICT_RETRIES):
+            hashes = self.proof(old, size) if 0 < old < size else ()
+            try:
+                response = await self.http.post(
+                    f"{self.url.rstrip('/')}/{ADD_CHECKPOINT}",
+                    content=encode_request(old, hashes, self.note),
+                )
+            except httpx.HTTPError as exc:
+                return WitnessReply(self.name, "unreachable", None, detail=_describe(exc))
+            if response.status_code == 200:
+                return self._cosigned(response.content)
+            if response.status_code != 409:
+                first = response.text.strip().split("\n", 1)[0][:200]
+                return WitnessReply(
+                    self.name, "refused", None, detail=f"{response.status_code} {first}"
+                )
+            try:
+                held = parse_size_body(response.content)
+            except TlogError as exc:
+                return WitnessReply(self.name, "invalid", None, detail=f"409: {exc.message}")
+            if held > size:
+                return WitnessReply(self.name, "ahead", held, detail=f"it holds size {held}")
+            if held == old:
+                return WitnessReply(self.name, "invalid", held, detail="409 with the same size")
+            old = held
+        return WitnessReply(self.name, "refused", old, detail="its size kept changing (409)")
+
+    def _cosigned(self, body: bytes) -> WitnessReply:
+        """The witness's valid cosignature from a 200 body, ignoring unknown keys."""
+        try:
+            # Only the reply's lines, under the checkpoint text: nothing else counts.
+            text = self.checkpoint.body().encode("utf-8")
+            opened = open_note(text + b"\n" + body, [self.verifier])
+        except TlogError as exc:
+            return WitnessReply(self.name, "invalid", None, detail=f"200: {exc.message}")
+        return WitnessReply(self.name, "cosigned", self.checkpoint.size, opened.verified[0])
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
