@@ -4,6 +4,7 @@ that is down, and one that has seen more of the log than the checkpoint offered.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -133,3 +134,32 @@ def test_a_forged_cosignature_is_not_counted(log: TestLog, witnesses: list[Witne
     assert result.cosigned == ()
     assert not result.quorum
     assert result.replies["w1"].status == "invalid"
+
+
+def test_the_call_returns_once_the_quorum_holds(
+    log: TestLog, witnesses: list[WitnessProcess]
+) -> None:
+    """A witness that accepts the connection but never answers is cancelled as soon as
+    the other one's cosignature meets `any`; with a 60 s budget it would otherwise be
+    reported as unreachable after the wait."""
+    w1, _ = witnesses
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections queue in the backlog; nothing ever reads them
+        port = silent.getsockname()[1]
+        slow = Cosigner.generate("slow.example.org/witness").verifier().vkey
+        policy = parse_policy(
+            f"log {log.vkey}\n"
+            f"witness w1 {w1.vkey} {w1.url}\n"
+            f"witness slow {slow} http://127.0.0.1:{port}\n"
+            "group either any w1 slow\n"
+            "quorum either\n"
+        )
+        held = _held(w1, log)
+        result = witness_checkpoint_sync(
+            policy, log.note(held + 1), {"w1": held}, log.proof, timeout=60
+        )
+    assert result.quorum
+    assert result.cosigned == ("w1",)
+    assert result.replies["slow"].status == "cancelled"
+    assert "slow" not in result.sizes

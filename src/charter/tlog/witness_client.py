@@ -15,13 +15,22 @@
 - `proof(old, new)`: the RFC 6962 consistency proof between two sizes of this log (from
   the tiles); called in the event loop, so it should be quick local reads.
 
-A 409 answer carries the witness's size: the call is retried once or twice with that
-size and a proof from it. A size larger than the checkpoint's is never retried: that
-witness has seen more of the log than this checkpoint (`ahead`). A cosignature is kept
-only if it verifies under that witness's key in the policy; anything else a witness
-says is ignored. Each witness gets `timeout` seconds in all; one that is down, slow or
-refuses costs its cosignature, never the call. Pass a long-lived `httpx.AsyncClient` to
-keep connections alive between checkpoints, as the spec recommends.
+As Tessera's witness gateway does:
+- the call returns as soon as the quorum holds; requests still in flight are cancelled
+  (`cancelled`: their size stays as believed, a 409 corrects it next time). With
+  `quorum none` every witness is waited for;
+- a 409 answer (`Content-Type: text/x.tlog.size`) carries the witness's size: the call
+  is retried (at most twice) with that size and a proof from it; witnesses at the same
+  size share one proof computation;
+- a size larger than the checkpoint's is never retried: that witness has seen more of
+  the log (`ahead`). A rolled-back log also fails the quorum, since a witness in step
+  cannot cosign a smaller tree, nor a regrown one that cannot prove consistency;
+- a cosignature counts only if it verifies under that witness's key in the policy;
+  anything else a witness says is ignored.
+
+Each witness gets `timeout` seconds in all: one that is down, slow or refuses costs its
+cosignature, never the call. Pass a long-lived `httpx.AsyncClient` to keep connections
+alive between checkpoints, as the spec recommends.
 """
 
 from __future__ import annotations
@@ -36,13 +45,18 @@ import httpx
 from charter.tlog.checkpoint import Checkpoint, CosignatureVerifier
 from charter.tlog.errors import TlogError
 from charter.tlog.note import Signature, add_signatures, open_note, parse_note
-from charter.tlog.policy import Policy
-from charter.tlog.witness_protocol import ADD_CHECKPOINT, encode_request, parse_size_body
+from charter.tlog.policy import NONE, Policy
+from charter.tlog.witness_protocol import (
+    ADD_CHECKPOINT,
+    SIZE_CONTENT_TYPE,
+    encode_request,
+    parse_size_body,
+)
 
 ProofSource = Callable[[int, int], Sequence[bytes]]
 """`proof(old, new)`: the consistency proof from tree size `old` to `new` (0 < old < new)."""
 
-Status = Literal["cosigned", "ahead", "refused", "unreachable", "invalid"]
+Status = Literal["cosigned", "ahead", "refused", "unreachable", "invalid", "cancelled"]
 MAX_CONFLICT_RETRIES = 2
 
 
@@ -52,7 +66,8 @@ class WitnessReply:
 
     status: `cosigned`; `ahead` (it holds a larger tree: `size`); `refused` (4xx/5xx:
     `detail`); `unreachable` (connection failure or timeout); `invalid` (a 200 without a
-    valid cosignature from its key, or an unreadable 409).
+    valid cosignature from its key, or a 409 without a `text/x.tlog.size` size);
+    `cancelled` (still pending when the quorum held).
     """
 
     name: str
@@ -89,28 +104,45 @@ async def witness_checkpoint(
 ) -> Witnessed:
     """Send add-checkpoint to every witness of `policy` at once; see the module doc."""
     checkpoint = Checkpoint.parse(parse_note(note).text)
-    targets = [w for w in policy.witnesses.values() if w.url]
+    shared = _SharedProofs(proof)
     own = client is None
     http = client or httpx.AsyncClient(timeout=timeout)
-    try:
-        replies = await asyncio.gather(
-            *(
-                _bounded(
-                    _Call(http, w.name, w.verifier, w.url or "", note, checkpoint, proof),
-                    sizes.get(w.name, 0),
-                    timeout,
-                )
-                for w in targets
+    tasks = [
+        asyncio.create_task(
+            _bounded(
+                _Call(http, w.name, w.verifier, w.url or "", note, checkpoint, shared.get),
+                sizes.get(w.name, 0),
+                timeout,
             )
         )
+        for w in policy.witnesses.values()
+        if w.url
+    ]
+    replies: dict[str, WitnessReply] = {}
+    pending: set[asyncio.Task[WitnessReply]] = set(tasks)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                reply = task.result()
+                replies[reply.name] = reply
+            if policy.quorum != NONE and policy.satisfied(_cosigned(replies)):
+                break  # as Tessera does: publish as soon as the policy holds
     finally:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         if own:
             await http.aclose()
-    by_name = {r.name: r for r in replies}
-    signatures = [r.signature for r in replies if r.signature is not None]
-    cosigned = tuple(sorted(r.name for r in replies if r.signature is not None))
+    for w in policy.witnesses.values():
+        if w.url and w.name not in replies:
+            replies[w.name] = WitnessReply(
+                w.name, "cancelled", None, detail="the quorum held first"
+            )
+    cosigned = _cosigned(replies)
+    signatures = [r.signature for r in replies.values() if r.signature is not None]
     next_sizes = dict(sizes)
-    for reply in replies:
+    for reply in replies.values():
         if reply.size is not None:
             next_sizes[reply.name] = reply.size
     return Witnessed(
@@ -118,8 +150,25 @@ async def witness_checkpoint(
         cosigned=cosigned,
         quorum=policy.satisfied(cosigned),
         sizes=next_sizes,
-        replies=by_name,
+        replies=replies,
     )
+
+
+def _cosigned(replies: Mapping[str, WitnessReply]) -> tuple[str, ...]:
+    return tuple(sorted(n for n, r in replies.items() if r.signature is not None))
+
+
+class _SharedProofs:
+    """One proof computation per old size: witnesses in step need the same proof."""
+
+    def __init__(self, proof: ProofSource) -> None:
+        self._proof = proof
+        self._cache: dict[tuple[int, int], tuple[bytes, ...]] = {}
+
+    def get(self, old: int, new: int) -> tuple[bytes, ...]:
+        if (old, new) not in self._cache:
+            self._cache[(old, new)] = tuple(self._proof(old, new))
+        return self._cache[(old, new)]
 
 
 def witness_checkpoint_sync(
@@ -172,6 +221,8 @@ class _Call:
                 return WitnessReply(
                     self.name, "refused", None, detail=f"{response.status_code} {first}"
                 )
+            if response.headers.get("content-type") != SIZE_CONTENT_TYPE:
+                return WitnessReply(self.name, "invalid", None, detail="409 without a size")
             try:
                 held = parse_size_body(response.content)
             except TlogError as exc:
