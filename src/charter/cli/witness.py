@@ -26,7 +26,12 @@ from charter.witness.config import (
     write_cosigner_key,
 )
 from charter.witness.core import Witness
-from charter.witness.errors import CheckpointEquivocation, SizeConflict, UnknownLog
+from charter.witness.errors import (
+    CheckpointEquivocation,
+    SizeConflict,
+    UnknownLog,
+    WitnessConfigError,
+)
 from charter.witness.state import WitnessState
 
 DEFAULT_PORT = 8430
@@ -83,16 +88,17 @@ def init(
     Prints the vkey (type 0x04): put it in the log's tlog-policy as
     `witness <name> <vkey> <url>`.
     """
-    key_path = state / KEY_FILE
+    key_path, logs_path = state / KEY_FILE, state / LOGS_FILE
     if key_path.exists():
         raise KeyFileError(f"{key_path} already exists; not overwriting it")
+    if log and logs_path.exists():
+        raise WitnessConfigError(f"{logs_path} already exists: add the `log` lines there")
     policy = logs_policy_text(log or [])  # checks the vkeys before writing anything
     state.mkdir(parents=True, exist_ok=True)
     cosigner = Cosigner.generate(name)
     write_cosigner_key(key_path, cosigner)
     vkey = cosigner.verifier().vkey
     (state / VKEY_FILE).write_text(vkey + "\n", encoding="utf-8")
-    logs_path = state / LOGS_FILE
     if not logs_path.exists():
         logs_path.write_text(policy, encoding="utf-8")
     typer.echo(vkey)
