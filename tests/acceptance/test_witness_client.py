@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from charter.tlog.checkpoint import Checkpoint, Cosigner
+from charter.tlog.errors import TileMissing
 from charter.tlog.note import parse_note
 from charter.tlog.policy import Policy, parse_policy
 from charter.tlog.witness_client import Witnessed, witness_checkpoint, witness_checkpoint_sync
@@ -163,3 +164,23 @@ def test_the_call_returns_once_the_quorum_holds(
     assert result.cosigned == ("w1",)
     assert result.replies["slow"].status == "cancelled"
     assert "slow" not in result.sizes
+
+
+def test_a_failing_proof_source_costs_the_cosignature_not_the_call(
+    log: TestLog, policy: Policy, witnesses: list[WitnessProcess]
+) -> None:
+    held = max(_held(w, log) for w in witnesses)
+    if held == 0:
+        for witness in witnesses:
+            assert witness.add(log.request(0, 3)).status_code == 200
+        held = 3
+
+    def missing(old: int, new: int) -> list[bytes]:
+        raise TileMissing(f"no tiles for {old}..{new}")
+
+    sizes = {"w1": held, "w2": held}
+    result = witness_checkpoint_sync(policy, log.note(held + 2), sizes, missing, timeout=20)
+    assert result.replies["w1"].status == "no_proof"
+    assert "no tiles" in result.replies["w1"].detail
+    assert not result.quorum
+    assert result.sizes["w1"] == held

@@ -271,3 +271,19 @@ def test_concurrent_threads_never_roll_the_size_back(tmp_path: Path, log: TestLo
     latest = witness.state.latest(log.origin)
     assert latest is not None
     assert latest.checkpoint.size == max(targets) == max(sizes_seen)
+
+
+def test_sweep_removes_what_a_crash_left_and_nothing_else(tmp_path: Path, log: TestLog) -> None:
+    witness = make_witness(tmp_path, log)
+    witness.add_checkpoint(log.request(0, 5))
+    with pytest.raises(SizeConflict):
+        witness.add_checkpoint(log.request(0, 3))  # one evidence file
+    [folder] = (tmp_path / "logs").iterdir()
+    (folder / ".checkpoint.abc123").write_bytes(b"half a note")
+    (tmp_path / "refused" / folder.name / ".rollback-0011.json.x1y2").write_bytes(b"{")
+    assert witness.state.sweep_temporaries() == 2
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint", "lock"]
+    assert len(witness.state.evidence_files()) == 1
+    latest = witness.state.latest(log.origin)
+    assert latest is not None
+    assert latest.checkpoint.size == 5

@@ -121,6 +121,9 @@ def serve(
 
     setup_telemetry(log_level, log_format, "charter-witness")
     witness = load_witness(state, key, policy)
+    swept = witness.state.sweep_temporaries()
+    if swept:
+        typer.echo(f"swept   {swept} temporary file(s) an earlier crash left behind")
     origins = ", ".join(sorted(witness.logs.by_origin)) or "none: edit the known logs file"
     typer.echo(f"witness {witness.cosigner.verifier().vkey}")
     typer.echo(f"logs    {origins}")

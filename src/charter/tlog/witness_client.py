@@ -56,7 +56,7 @@ from charter.tlog.witness_protocol import (
 ProofSource = Callable[[int, int], Sequence[bytes]]
 """`proof(old, new)`: the consistency proof from tree size `old` to `new` (0 < old < new)."""
 
-Status = Literal["cosigned", "ahead", "refused", "unreachable", "invalid", "cancelled"]
+Status = Literal["cosigned", "ahead", "refused", "unreachable", "invalid", "no_proof", "cancelled"]
 MAX_CONFLICT_RETRIES = 2
 
 
@@ -67,7 +67,8 @@ class WitnessReply:
     status: `cosigned`; `ahead` (it holds a larger tree: `size`); `refused` (4xx/5xx:
     `detail`); `unreachable` (connection failure or timeout); `invalid` (a 200 without a
     valid cosignature from its key, or a 409 without a `text/x.tlog.size` size);
-    `cancelled` (still pending when the quorum held).
+    `no_proof` (the proof source failed for the size it holds: `detail`); `cancelled`
+    (still pending when the quorum held).
     """
 
     name: str
@@ -206,7 +207,10 @@ class _Call:
         size = self.checkpoint.size
         old = min(old, size)  # a larger belief is surely wrong; the 409 will tell
         for _ in range(1 + MAX_CONFLICT_RETRIES):
-            hashes = self.proof(old, size) if 0 < old < size else ()
+            try:
+                hashes = self.proof(old, size) if 0 < old < size else ()
+            except (TlogError, OSError) as exc:
+                return WitnessReply(self.name, "no_proof", old, detail=f"{old}->{size}: {exc}")
             try:
                 response = await self.http.post(
                     f"{self.url.rstrip('/')}/{ADD_CHECKPOINT}",

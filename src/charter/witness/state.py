@@ -67,11 +67,15 @@ class WitnessState:
     def _origin_dir(self, origin: str) -> Path:
         return self.directory / "logs" / origin_hash(origin)
 
-    @contextlib.contextmanager
-    def locked(self, origin: str) -> Iterator[None]:
+    def locked(self, origin: str) -> contextlib.AbstractContextManager[None]:
         """Hold the origin's exclusive lock (blocking until it is free)."""
         folder = self._origin_dir(origin)
-        folder.mkdir(parents=True, exist_ok=True)
+        _durable_mkdir(folder)
+        return self._locked_folder(folder)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _locked_folder(folder: Path) -> Iterator[None]:
         fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -113,9 +117,7 @@ class WitnessState:
 
     def replace(self, origin: str, note: bytes) -> None:
         """Make `note` the origin's record, durably (call it holding `locked(origin)`)."""
-        folder = self._origin_dir(origin)
-        folder.mkdir(parents=True, exist_ok=True)
-        _write_atomically(folder / "checkpoint", note)
+        _write_atomically(self._origin_dir(origin) / "checkpoint", note)
 
     def keep_evidence(self, origin: str, evidence: Evidence, now: datetime) -> Path:
         """Write `evidence` once: the same refused request is recorded a single time, so
@@ -124,7 +126,7 @@ class WitnessState:
             f"{evidence.old_size}\n{','.join(evidence.proof)}\n".encode() + evidence.submitted
         ).hexdigest()
         folder = self.directory / "refused" / origin_hash(origin)
-        folder.mkdir(parents=True, exist_ok=True)
+        _durable_mkdir(folder)
         path = folder / f"{evidence.reason}-{digest[:16]}.json"
         record = {
             "format": EVIDENCE_FORMAT,
@@ -142,9 +144,45 @@ class WitnessState:
             _write_atomically(path, data, replace=False)
         return path
 
+    def sweep_temporaries(self) -> int:
+        """Delete temporary files a crash left behind (each under its origin's lock, so
+        never one another process is about to rename). Returns how many."""
+        root = self.directory / "logs"
+        swept = 0
+        for folder in sorted(root.iterdir()) if root.is_dir() else []:
+            if not folder.is_dir():
+                continue
+            with self._locked_folder(folder):
+                refused = self.directory / "refused" / folder.name
+                for stale in [*folder.glob(".checkpoint.*"), *refused.glob(".*.json.*")]:
+                    stale.unlink(missing_ok=True)
+                    swept += 1
+        return swept
+
     def evidence_files(self) -> list[Path]:
         root = self.directory / "refused"
         return sorted(root.glob("*/*.json")) if root.is_dir() else []
+
+
+def _durable_mkdir(path: Path) -> None:
+    """mkdir -p, fsyncing the parent of each directory created: a new origin's folder
+    must survive a power cut as surely as the record written into it."""
+    if path.is_dir():
+        return
+    _durable_mkdir(path.parent)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        return
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_atomically(path: Path, data: bytes, *, replace: bool = True) -> None:
@@ -162,8 +200,4 @@ def _write_atomically(path: Path, data: bytes, *, replace: bool = True) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _fsync_dir(path.parent)
