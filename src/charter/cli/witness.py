@@ -77,7 +77,15 @@ def init(
     name: Annotated[
         str, typer.Option("--name", help="The witness's key name, e.g. audit.example.org/w1.")
     ],
-    state: StateDir,
+    state: Annotated[
+        Path,
+        typer.Option(
+            "--state",
+            "--out",
+            envvar="CHARTER_WITNESS_STATE",
+            help="The witness directory to create (or complete).",
+        ),
+    ],
     log: Annotated[
         list[str] | None,
         typer.Option("--log", help="A log's vkey to cosign for (repeatable)."),
