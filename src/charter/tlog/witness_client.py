@@ -216,7 +216,7 @@ class _Call:
                     f"{self.url.rstrip('/')}/{ADD_CHECKPOINT}",
                     content=encode_request(old, hashes, self.note),
                 )
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 return WitnessReply(self.name, "unreachable", None, detail=_describe(exc))
             if response.status_code == 200:
                 return self._cosigned(response.content)
@@ -249,5 +249,5 @@ class _Call:
         return WitnessReply(self.name, "cosigned", self.checkpoint.size, opened.verified[0])
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
