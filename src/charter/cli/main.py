@@ -23,6 +23,7 @@ from charter.cli import (
     tokens,
     up,
     verify,
+    witness,
     worker,
     workflows,
 )
@@ -45,6 +46,7 @@ app.add_typer(runs.app, name="runs")
 app.add_typer(machine.app, name="machine")
 app.add_typer(machines.app, name="machines")
 app.add_typer(processes.app, name="processes")
+app.add_typer(witness.app, name="witness")
 app.command("up")(up.up)
 app.command("serve")(serve.serve)
 app.command("verify")(verify.verify)
