@@ -41,6 +41,7 @@ from charter.core.clock import Clock
 from charter.core.config import Settings
 from charter.core.errors import TooLarge
 from charter.db.database import Database
+from charter.engine.hint_sender import HintSender
 from charter.engine.process_event import Engine, Reads
 from charter.operator.hub import HintHub
 
@@ -55,12 +56,18 @@ def create_app(
     """An API bound to one database (and to `engine`, or one made with `clock`)."""
     settings = settings or Settings.from_env()
     engine = engine or Engine.from_settings(database, settings, clock=clock)
+    if engine.hint_sender is None:
+        # Submissions answer right after their COMMIT; their hints follow from a thread
+        # of their own (engine/hint_sender.py).
+        engine.hint_sender = HintSender(database)
+    hint_sender = engine.hint_sender
     wakeups = RunWakeups(database.url)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await wakeups.aclose()  # the LISTEN connection of long-poll claims, if opened
+        await run_in_threadpool(hint_sender.close)  # the hints still queued go out
 
     app = FastAPI(
         title="Charter",

@@ -34,12 +34,13 @@ def hint(channel: str, payload: JsonObject) -> Hint:
     return channel, json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
 
-def send_hints(conn: Conn, hints: Sequence[Hint]) -> None:
+def send_hints(conn: Conn, hints: Sequence[Hint]) -> bool:
     """Send `hints` (duplicates once) in a transaction of their own, after the commit of
-    what they announce; a failure is logged, never raised: the work is committed."""
+    what they announce; a failure is logged, never raised: the work is committed.
+    False if the database refused them."""
     unique = list(dict.fromkeys(hints))
     if not unique:
-        return
+        return True
     try:
         with translated(), conn.transaction():
             conn.execute(
@@ -48,3 +49,5 @@ def send_hints(conn: Conn, hints: Sequence[Hint]) -> None:
             )
     except CharterError as exc:
         log.warning("could not send %d wake-up hint(s): %s", len(unique), exc.message)
+        return False
+    return True

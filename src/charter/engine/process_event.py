@@ -37,6 +37,7 @@ from charter.db.database import Conn, Database, Role, Sync, act_as
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
+from charter.engine.hint_sender import HintSender
 from charter.engine.hints import Hint, hint, send_hints
 from charter.engine.provenance import already_fired, refuse_if_fired, work_ref, work_row_for
 from charter.engine.records import ActorContext, ProcessView, StoredEvent
@@ -123,6 +124,7 @@ class Engine:
         max_skew_seconds: float = 300.0,
         max_auto_cascade: int = DEFAULT_MAX_AUTO_CASCADE,
         registry: Registry | None = None,
+        hint_sender: HintSender | None = None,
     ) -> None:
         if max_auto_cascade < 1:
             raise ValueError("max_auto_cascade must be at least 1")
@@ -131,6 +133,9 @@ class Engine:
         self.max_skew = timedelta(seconds=max_skew_seconds)
         self.max_auto_cascade = max_auto_cascade
         self.registry = registry or Registry()
+        # Set: hints leave from its thread, after the answer (the API's choice); unset:
+        # they are sent before process_event returns, on the event's connection.
+        self.hint_sender = hint_sender
 
     @classmethod
     def from_settings(
@@ -173,7 +178,11 @@ class Engine:
                         store.send()  # the writes go with the COMMIT: one round trip
                 except psycopg.errors.UniqueViolation as exc:
                     raise _duplicate(exc, envelope.hash(), None) from exc
-                send_hints(conn, [*store.returned_hints(), *tally.hints])  # cancels first
+                hints = [*store.returned_hints(), *tally.hints]  # cancels first
+                if self.hint_sender is None:
+                    send_hints(conn, hints)
+            if self.hint_sender is not None:
+                self.hint_sender.post(hints)
         except CharterError as exc:
             self.record_rejection(exc, envelope)
             raise
