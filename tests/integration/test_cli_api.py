@@ -14,12 +14,12 @@ import pytest
 
 from charter.cli import main as cli_main
 from charter.cli import remote
-from charter.client import CharterClient
 from charter.core.clock import SystemClock
 from charter.core.ed25519 import SecretKey, write_secret_key_file
 from charter.core.envelope import sign
 from charter.db.database import Database
 from charter.engine.process_event import Reads
+from charter.sdk import Client
 from tests.integration.apikit import ERRANDS, ERRANDS_DEFINITION, Harness, bearer, make_harness
 
 A_KEY = SecretKey.generate().public_key_hex
@@ -310,6 +310,6 @@ def test_show_and_history_of_an_unknown_process(cli: CliRunner) -> None:
 
 
 def test_an_unreachable_api_is_one_line(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(remote, "client", lambda: CharterClient("http://127.0.0.1:1", "t"))
+    monkeypatch.setattr(remote, "client", lambda: Client("http://127.0.0.1:1", "t"))
     line = _one_error_line(cli("actors", "list"))
     assert line.startswith("error: cannot reach the Charter API at http://127.0.0.1:1")
