@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from starlette.responses import JSONResponse
@@ -23,7 +24,7 @@ from charter.core.errors import ForbiddenRole, StalePrev, Unauthorized, UnknownP
 from charter.db.database import Database
 from charter.engine.process_event import Reads
 from charter.operator.hub import HintHub
-from charter.sdk import Process, WaitTimeout
+from charter.sdk import Process, RetryPolicy, WaitTimeout
 from tests.integration.apikit import ERRANDS, Harness, make_harness, new_id
 from tests.integration.liveserver import live_server
 
@@ -120,6 +121,42 @@ async def test_async_submit_resigns_on_a_forced_stale_head(h: Harness, url: str)
         latest = await client.process(process_id)
     assert retries == [1]
     assert (accepted.seq, latest.head) == (3, accepted.hash)
+
+
+class _LosesFirstAnswer(httpx.HTTPTransport):
+    """A transport that delivers the first event submitted and then loses its answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.method == "POST" and request.url.path == "/v1/events" and not self.lost:
+            response.read()
+            response.close()
+            self.lost += 1
+            raise httpx.ReadError("the answer was lost", request=request)
+        return response
+
+
+def test_a_submit_whose_answer_was_lost_is_sent_again_and_recorded_once(
+    h: Harness, url: str
+) -> None:
+    transport = _LosesFirstAnswer()
+    retry = RetryPolicy(attempts=3, base_seconds=0.01, cap_seconds=0.01)
+    process_id = new_id("lost")
+    with (
+        httpx.Client(transport=transport) as http,
+        charter.Client(url, h.admin, http=http, retry=retry) as client,
+    ):
+        accepted = client.submit(
+            h.keys["clerk"], process_id, "create", {"amount": 3}, ERRANDS, now=h.clock.now
+        )
+        events = client.events(process_id)
+    assert transport.lost == 1
+    assert [e.hash for e in events] == [accepted.hash]  # sent twice, recorded once
+    assert (accepted.seq, accepted.process.state) == (1, "open")
 
 
 # --- errors -----------------------------------------------------------------------------

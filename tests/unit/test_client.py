@@ -188,7 +188,8 @@ def test_a_lost_answer_to_a_post_is_not_retried_but_one_to_a_get_is() -> None:
 def test_a_retry_waits_no_sooner_than_retry_after_and_never_past_the_deadline() -> None:
     policy = RetryPolicy(attempts=5, base_seconds=0.1, cap_seconds=1.0)
     now = [0.0]
-    attempts = Attempts("GET", "/x", 10.0, policy, random.Random(7), clock=lambda: now[0])
+    call = calls.health()
+    attempts = Attempts(call, 10.0, policy, random.Random(7), clock=lambda: now[0])
     attempts.left()
     error = DatabaseUnavailable()
     assert attempts.after(error, uncertain=False, retry_after=3.0) == 3.0

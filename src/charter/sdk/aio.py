@@ -31,7 +31,7 @@ from charter.automations.control import UNSET, Unset
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission
-from charter.core.errors import UnknownProcess
+from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.sdk import calls
 from charter.sdk.errors import answer_error, transport_error
@@ -73,6 +73,7 @@ from charter.sdk.signing import (
     EventSigner,
     ReadHead,
     adrive,
+    recorded,
     sign_on_head,
     utc_now,
 )
@@ -157,7 +158,13 @@ class AsyncClient:
             return signer.head_of(await self._maybe_process(process, timeout))
 
         async def send(submission: Submission) -> Accepted:
-            return await self.submit_signed(submission, timeout=timeout)
+            try:
+                return await self.submit_signed(submission, timeout=timeout)
+            except Duplicate:
+                # Recorded already: by an earlier send of this very event whose answer
+                # was lost (a retry), so it is accepted — say how.
+                found = await self.process(process, timeout=timeout)
+                return recorded(submission, found, await self.events(process, timeout=timeout))
 
         steps = sign_on_head(signer.sign, stale_retries)
         accepted: Accepted = await adrive(steps, read_head, send)
@@ -700,7 +707,7 @@ class AsyncClient:
     async def _run(self, call: Call[T], timeout: float | None = None) -> T:
         """`call` within its deadline, retried as the policy allows; its result."""
         o = self.options
-        attempts = Attempts(call.method, call.path, o.seconds(timeout), o.retry, o.rng)
+        attempts = Attempts(call, o.seconds(timeout), o.retry, o.rng)
         url = o.base_url + call.path
         while True:
             left = attempts.left()

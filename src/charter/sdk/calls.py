@@ -6,6 +6,7 @@ clients' iterators can walk it page after page.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TypeVar
@@ -84,8 +85,10 @@ def metrics() -> Call[str]:
 
 
 def submit_signed(submission: Submission) -> Call[Accepted]:
-    """POST a signed event; no token needed, the signature is the authority."""
-    return _send("POST", "/v1/events", Accepted.parse, submission.to_json())
+    """POST a signed event; no token needed, the signature is the authority. Safe to
+    repeat: the engine records an event once, and refuses it again as `duplicate`."""
+    call = _send("POST", "/v1/events", Accepted.parse, submission.to_json())
+    return dataclasses.replace(call, repeatable=True)
 
 
 def process(process_id: str) -> Call[Process]:

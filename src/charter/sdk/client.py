@@ -28,7 +28,7 @@ from charter.automations.control import UNSET, Unset
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission
-from charter.core.errors import UnknownProcess
+from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.sdk import calls
 from charter.sdk.errors import answer_error, transport_error
@@ -70,6 +70,7 @@ from charter.sdk.signing import (
     EventSigner,
     ReadHead,
     drive,
+    recorded,
     sign_on_head,
     utc_now,
 )
@@ -153,7 +154,13 @@ class Client:
             return signer.head_of(self._maybe_process(process, timeout))
 
         def send(submission: Submission) -> Accepted:
-            return self.submit_signed(submission, timeout=timeout)
+            try:
+                return self.submit_signed(submission, timeout=timeout)
+            except Duplicate:
+                # Recorded already: by an earlier send of this very event whose answer
+                # was lost (a retry), so it is accepted — say how.
+                found = self.process(process, timeout=timeout)
+                return recorded(submission, found, self.events(process, timeout=timeout))
 
         accepted: Accepted = drive(sign_on_head(signer.sign, stale_retries), read_head, send)
         return accepted
@@ -679,7 +686,7 @@ class Client:
     def _run(self, call: Call[T], timeout: float | None = None) -> T:
         """`call` within its deadline, retried as the policy allows; its result."""
         o = self.options
-        attempts = Attempts(call.method, call.path, o.seconds(timeout), o.retry, o.rng)
+        attempts = Attempts(call, o.seconds(timeout), o.retry, o.rng)
         url = o.base_url + call.path
         while True:
             left = attempts.left()

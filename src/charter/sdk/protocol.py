@@ -10,8 +10,9 @@ Retries (`RetryPolicy`): only when trying again may help and cannot do harm —
 - an error answer whose class is `retryable` (the server says nothing happened:
   `database_unavailable`, `serialization_conflict`, a 5xx or 429 of an unknown code);
 - a connection that could not be opened (the request never left);
-- any other transport failure only for a method that is safe to repeat (GET, PUT,
-  DELETE): a POST whose answer was lost may have been applied;
+- any other transport failure only for a call that is safe to repeat (GET, PUT,
+  DELETE, and the POST of a signed event, which the engine records once): another
+  POST whose answer was lost may have been applied;
 
 at most `attempts` tries, each delay drawn at random from [0, min(cap, base·2^n)] ("full
 jitter"), no sooner than the answer's `Retry-After`, and never past the call's deadline:
@@ -25,7 +26,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from charter.core import ijson
 from charter.core.errors import CharterError
@@ -48,6 +49,12 @@ class Call(Generic[T]):
     params: Mapping[str, str] = field(default_factory=dict)
     body: bytes | None = None
     accept: str = "application/json"
+    # Sending it twice does what sending it once does (GET, PUT, DELETE by default).
+    repeatable: bool | None = None
+
+    @property
+    def safe_to_repeat(self) -> bool:
+        return self.method in _REPEATABLE if self.repeatable is None else self.repeatable
 
     def headers(self, token: str | None) -> dict[str, str]:
         headers = {"Accept": self.accept}
@@ -107,15 +114,15 @@ class Attempts:
 
     def __init__(
         self,
-        method: str,
-        path: str,
+        call: Call[Any],
         seconds: float,
         policy: RetryPolicy,
         rng: random.Random,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.method = method
-        self.path = path
+        self.method = call.method
+        self.path = call.path
+        self.repeatable = call.safe_to_repeat
         self.seconds = seconds
         self.policy = policy
         self.rng = rng
@@ -140,7 +147,7 @@ class Attempts:
         """The wait before trying again after `error`; raises `error` when the call must
         not be tried again (not retryable, out of attempts, or out of time). `uncertain`:
         no answer came after the request may have left (it may have been applied)."""
-        repeatable = not uncertain or self.method in _REPEATABLE
+        repeatable = not uncertain or self.repeatable
         if not (error.retryable and repeatable) or self.tries >= self.policy.attempts:
             raise error
         wait = max(self.policy.delay(self.tries - 1, self.rng), retry_after or 0.0)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, Submission, sign
-from charter.core.errors import Malformed
+from charter.core.errors import Duplicate, Malformed
 from charter.core.jsontypes import JsonObject
 from charter.core.resign import DEFAULT_STALE_RETRIES as DEFAULT_STALE_RETRIES
 from charter.core.resign import ReadHead as ReadHead
@@ -16,7 +16,7 @@ from charter.core.resign import adrive as adrive
 from charter.core.resign import drive as drive
 from charter.core.resign import sign_on_head as sign_on_head
 from charter.core.timefmt import format_rfc3339
-from charter.sdk.results import Process
+from charter.sdk.results import Accepted, Event, Process
 
 
 class EventSigner:
@@ -68,3 +68,14 @@ class EventSigner:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def recorded(submission: Submission, process: Process, events: list[Event]) -> Accepted:
+    """The acceptance of `submission`, an event the engine holds already (it answered
+    `duplicate`); Duplicate again if the process holds no event with its hash."""
+    wanted = submission.envelope.hash()
+    for event in reversed(events):
+        if event.hash == wanted:
+            answer: JsonObject = {"hash": event.hash, "seq": event.seq, "process": process.raw}
+            return Accepted(event.hash, event.seq, process, answer)
+    raise Duplicate(f"event {wanted} is already recorded, but not on {process.id!r}")
