@@ -26,7 +26,7 @@ Shipped hosts:
   `{"status", "headers", "json"}` (or `"text"` for a non-JSON body). An answer of 400 or
   more is `TargetAnswered`.
 - `charter.submit`: signs an event as an integration actor and submits it to the Charter
-  API with the SDK's sign-on-head loop (`charter.sdk.signing`, re-reading the head on
+  API with the one sign-on-head loop (`charter.core.resign`, re-reading the head on
   `stale_prev`) over `charter.AsyncClient`, with no retries of its own: the bridge from
   runs to governed events. Input `{"process", "workflow", "action", "input"?,
   "key_file" | "key_env", "idempotent"?}`; output `{"hash", "seq", "state"}`. The

@@ -23,7 +23,7 @@ def submit(
         str, typer.Option("--input", help="The input: a JSON object, or @FILE to read one.")
     ] = "{}",
     retries: Annotated[
-        int, typer.Option(min=0, help="How often to re-read the head and re-sign on stale_prev.")
+        int, typer.Option(min=0, help="How often to re-sign on the new head after a stale_prev.")
     ] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the API's JSON answer.")] = False,
 ) -> None:

@@ -189,7 +189,8 @@ class AsyncClient:
     ) -> Process:
         """The process once it is in `state` (or one of several); WaitTimeout when it is
         not within `timeout` seconds. A process that does not exist yet is waited for.
-        Uses the live stream unless `live` is False or the server has none."""
+        Uses the live stream unless `live` is False or the server has none (a client
+        over an in-process transport, which cannot stream, passes `live=False`)."""
         waiting = Waiting.of(process, state)
         end = time.monotonic() + timeout
         last: Process | None = None
