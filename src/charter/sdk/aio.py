@@ -34,7 +34,7 @@ from charter.core.envelope import Submission
 from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.sdk import calls
-from charter.sdk.errors import answer_error, transport_error
+from charter.sdk.errors import ApiTimeout, answer_error, transport_error
 from charter.sdk.live import (
     DEFAULT_POLL_SECONDS,
     STREAM_PATH,
@@ -79,6 +79,7 @@ from charter.sdk.signing import (
 )
 
 T = TypeVar("T")
+_STREAM = httpx.Timeout(DEFAULT_TIMEOUT, read=None)
 
 
 class AsyncClient:
@@ -203,7 +204,7 @@ class AsyncClient:
             if left <= 0:
                 raise waiting.timeout(timeout, last)
             await asyncio.sleep(min(poll_interval, left))
-            last = await self._maybe_process(process, self._read_deadline(end))
+            last = await self._read_while_waiting(process, end, last)
         assert last is not None
         return last
 
@@ -216,12 +217,14 @@ class AsyncClient:
         try:
             async with (
                 asyncio.timeout(end - time.monotonic()),
-                self._http.stream("GET", url, headers=headers) as response,
+                # Messages may be a keep-alive interval apart: no read timeout of its
+                # own; the wait's deadline bounds the whole stream.
+                self._http.stream("GET", url, headers=headers, timeout=_STREAM) as response,
             ):
                 if response.status_code >= 400:
                     await response.aread()
                     raise stream_refused(answer_error(response))
-                last = await self._maybe_process(waiting.process_id, self._read_deadline(end))
+                last = await self._read_while_waiting(waiting.process_id, end, last)
                 decoder = SseDecoder()
                 lines = response.aiter_lines()
                 while not waiting.reached(last):
@@ -230,17 +233,26 @@ class AsyncClient:
                         raise StreamGone("the live stream ended")
                     message = decoder.line(line)
                     if message is not None and waiting.concerns(message):
-                        last = await self._maybe_process(
-                            waiting.process_id, self._read_deadline(end)
-                        )
+                        last = await self._read_while_waiting(waiting.process_id, end, last)
                 return last
         except (TimeoutError, httpx.TimeoutException):
             return last  # time is up; the caller says so
         except httpx.TransportError as exc:
             raise StreamGone(str(exc)) from exc
 
-    def _read_deadline(self, end: float) -> float:
-        return max(0.001, min(self.options.timeout, end - time.monotonic()))
+    async def _read_while_waiting(
+        self, process_id: str, end: float, last: Process | None
+    ) -> Process | None:
+        """The process now, read within what is left of the wait (`last` if that ran out)."""
+        left = end - time.monotonic()
+        if left <= 0:
+            return last
+        try:
+            return await self._maybe_process(process_id, min(self.options.timeout, left))
+        except ApiTimeout:
+            if time.monotonic() < end:
+                raise
+            return last
 
     # --- paginated listings, as iterators ----------------------------------------------
 

@@ -31,7 +31,7 @@ from charter.core.envelope import Submission
 from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.sdk import calls
-from charter.sdk.errors import answer_error, transport_error
+from charter.sdk.errors import ApiTimeout, answer_error, transport_error
 from charter.sdk.live import (
     DEFAULT_POLL_SECONDS,
     STREAM_PATH,
@@ -198,13 +198,13 @@ class Client:
             if left <= 0:
                 raise waiting.timeout(timeout, last)
             time.sleep(min(poll_interval, left))
-            last = self._maybe_process(process, self._read_deadline(end))
+            last = self._read_while_waiting(process, end, last)
         assert last is not None
         return last
 
     def _watch(self, waiting: Waiting, end: float) -> Process | None:
         """Follow the stream until the process is in a wanted state or time is up; the
-        last read of it. _StreamGone when the stream is not there or breaks."""
+        last read of it. StreamGone when the stream is not there or breaks."""
         url = self.options.base_url + STREAM_PATH
         headers = live_headers(self.options.token)
         left = end - time.monotonic()
@@ -217,7 +217,7 @@ class Client:
                 if response.status_code >= 400:
                     response.read()
                     raise stream_refused(answer_error(response))
-                last = self._maybe_process(waiting.process_id, self._read_deadline(end))
+                last = self._read_while_waiting(waiting.process_id, end, last)
                 decoder = SseDecoder()
                 lines = response.iter_lines()
                 while not waiting.reached(last):
@@ -226,15 +226,26 @@ class Client:
                         raise StreamGone("the live stream ended")
                     message = decoder.line(line)
                     if message is not None and waiting.concerns(message):
-                        last = self._maybe_process(waiting.process_id, self._read_deadline(end))
+                        last = self._read_while_waiting(waiting.process_id, end, last)
                 return last
         except httpx.TimeoutException:
             return last  # time is up; the caller says so
         except httpx.TransportError as exc:
             raise StreamGone(str(exc)) from exc
 
-    def _read_deadline(self, end: float) -> float:
-        return max(0.001, min(self.options.timeout, end - time.monotonic()))
+    def _read_while_waiting(
+        self, process_id: str, end: float, last: Process | None
+    ) -> Process | None:
+        """The process now, read within what is left of the wait (`last` if that ran out)."""
+        left = end - time.monotonic()
+        if left <= 0:
+            return last
+        try:
+            return self._maybe_process(process_id, min(self.options.timeout, left))
+        except ApiTimeout:
+            if time.monotonic() < end:
+                raise
+            return last
 
     # --- paginated listings, as iterators ----------------------------------------------
 
