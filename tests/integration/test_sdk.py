@@ -333,3 +333,12 @@ def test_wait_for_gives_up_at_its_timeout_with_the_state_it_saw(h: Harness, url:
         client.wait_for(process_id, "closed", timeout=0.5)
     assert caught.value.context["state"] == "open"
     assert caught.value.code == "wait_timeout"
+
+
+@pytest.mark.anyio
+async def test_async_wait_for_gives_up_at_its_timeout(h: Harness, url: str) -> None:
+    process_id, _ = h.open_process()
+    async with charter.AsyncClient(url, h.admin) as client:
+        with pytest.raises(WaitTimeout) as caught:
+            await client.wait_for(process_id, "closed", timeout=0.5)
+    assert caught.value.context["state"] == "open"
