@@ -25,7 +25,8 @@ import ssl
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -78,14 +79,23 @@ def request(
     """`client.request(...)` (the whole body read) within `seconds`, or DeadlineExceeded.
 
     The deadline is enforced by the sockets of a client made by `sync_client`."""
+    with within(seconds) as budget:
+        try:
+            return client.request(method, url, **kwargs)
+        except httpx.TimeoutException as exc:
+            if budget.expired:
+                raise DeadlineExceeded(_message(method, url, seconds)) from exc
+            raise
+
+
+@contextmanager
+def within(seconds: float) -> Iterator[_Budget]:
+    """Every socket operation of a `sync_client` client in the block ends by `seconds`
+    from now (a streamed answer read in the block included)."""
     budget = _Budget(time.monotonic() + seconds)
     token = _BUDGET.set(budget)
     try:
-        return client.request(method, url, **kwargs)
-    except httpx.TimeoutException as exc:
-        if budget.expired:
-            raise DeadlineExceeded(_message(method, url, seconds)) from exc
-        raise
+        yield budget
     finally:
         _BUDGET.reset(token)
 

@@ -20,14 +20,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from charter.client import CharterClient
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
-from charter.core.envelope import Envelope, Submission, sign
 from charter.core.errors import Duplicate, UnknownWorkflow
 from charter.core.jsontypes import JsonObject
-from charter.core.timefmt import format_rfc3339
 from charter.dsl.canonical import version_hash
+from charter.sdk.client import Client
 
 WORKFLOW_PATH = "demo/onboarding"
 DEMO_SECONDS = 75.0
@@ -44,7 +42,7 @@ async def run_demo(api_url: str, settings: Settings, console: Console, token_pat
     """Drive one process through the demo and show its events live."""
     await asyncio.to_thread(_wait_healthy, api_url)
     token = token_path.read_text().strip()
-    with CharterClient(api_url, token) as client:
+    with Client(api_url, token) as client:
         customer = await asyncio.to_thread(_actor, client, settings, "demo-customer", "customer")
         process_id = f"demo-{datetime.now(UTC):%Y%m%d-%H%M%S}"
         await asyncio.to_thread(_start, client, customer, process_id)
@@ -56,7 +54,7 @@ async def run_demo(api_url: str, settings: Settings, console: Console, token_pat
         await _watch(client, process_id, console)
         console.print()
         report = await asyncio.to_thread(client.verify, process_id)
-        verdict = "[green]ok[/]" if report.get("ok") else f"[red]{report}[/]"
+        verdict = "[green]ok[/]" if report.ok else f"[red]{report.raw}[/]"
         console.print(f"[bold]verify[/] {process_id}: {verdict}")
         console.print(
             f"Explore: {explore_command(api_url, token_path, process_id)}\n"
@@ -74,7 +72,7 @@ def explore_command(api_url: str, token_path: Path, process_id: str) -> str:
 
 def _wait_healthy(api_url: str) -> None:
     deadline = time.monotonic() + 30
-    with CharterClient(api_url) as client:
+    with Client(api_url) as client:
         while True:
             try:
                 client.health()
@@ -85,7 +83,7 @@ def _wait_healthy(api_url: str) -> None:
                 time.sleep(0.2)
 
 
-def _actor(client: CharterClient, settings: Settings, actor_id: str, role: str) -> SecretKey:
+def _actor(client: Client, settings: Settings, actor_id: str, role: str) -> SecretKey:
     """The demo actor's key, registered on first use and kept in CHARTER_HOME/demo."""
     path = settings.home / "demo" / f"{actor_id}.key"
     if path.exists():
@@ -100,44 +98,29 @@ def _actor(client: CharterClient, settings: Settings, actor_id: str, role: str) 
     return key
 
 
-def _start(client: CharterClient, customer: SecretKey, process_id: str) -> None:
+def _start(client: Client, customer: SecretKey, process_id: str) -> None:
     _deploy_once(client)
-    opened = client.submit(_signed(customer, process_id, "open", {"name": "Ada Lovelace"}, None))
-    client.submit(_signed(customer, process_id, "submit_onboarding", {}, str(opened["hash"])))
+    client.submit(customer, process_id, "open", {"name": "Ada Lovelace"}, WORKFLOW_PATH)
+    client.submit(customer, process_id, "submit_onboarding", {})
 
 
-def _deploy_once(client: CharterClient) -> None:
+def _deploy_once(client: Client) -> None:
     """Deploy the demo workflow unless that very version is already current."""
     definition = demo_definition()
     try:
-        current = client.workflow(WORKFLOW_PATH).get("version")
+        current = client.workflow(WORKFLOW_PATH).deployment.version
     except UnknownWorkflow:
         current = None
     if current != version_hash(definition):
         client.deploy_workflow(WORKFLOW_PATH, definition)
 
 
-def _signed(
-    key: SecretKey, process_id: str, action: str, input_: JsonObject, prev: str | None
-) -> Submission:
-    envelope = Envelope(
-        v=1,
-        process=process_id,
-        workflow=WORKFLOW_PATH,
-        action=action,
-        input=input_,
-        prev=prev,
-        actor=key.public_key_hex,
-        at=format_rfc3339(datetime.now(UTC)),
-    )
-    return sign(envelope, key)
-
-
-async def _watch(client: CharterClient, process_id: str, console: Console) -> None:
+async def _watch(client: Client, process_id: str, console: Console) -> None:
     started = time.monotonic()
     with Live(_table([]), console=console, refresh_per_second=4) as live:
         while time.monotonic() - started < DEMO_SECONDS:
-            events = await asyncio.to_thread(client.events, process_id)
+            found = await asyncio.to_thread(client.events, process_id)
+            events = [event.raw for event in found]
             live.update(_table(events))
             reviews = sum(1 for e in events if _action(e) == "start_review")
             if reviews >= REVIEWS:

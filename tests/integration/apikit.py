@@ -19,7 +19,6 @@ from fastapi.testclient import TestClient
 
 from charter.api.app import create_app
 from charter.auth.tokens import create_token
-from charter.client import CharterClient
 from charter.core.clock import Clock, FakeClock
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
@@ -29,6 +28,7 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role, connect
 from charter.engine import actors
 from charter.engine.process_event import Engine
+from charter.sdk import Client
 
 NOW = datetime(2026, 6, 18, 10, 0, tzinfo=UTC)
 ERRANDS = "tests/errands"
@@ -99,8 +99,8 @@ class Harness:
         with self.database.connection(Role.ENGINE) as conn, conn.transaction():
             self.engine.registry.deploy(conn, path, definition)
 
-    def client(self, token: str | None = None) -> CharterClient:
-        return CharterClient(str(self.http.base_url), token or self.admin, http=self.http)
+    def client(self, token: str | None = None) -> Client:
+        return Client(str(self.http.base_url), token or self.admin, http=self.http)
 
     # --- events -----------------------------------------------------------------------
 

@@ -412,3 +412,24 @@ def test_a_row_cancelled_earlier_in_its_batch_is_not_fired_and_the_batch_commits
         ).fetchall()
     assert again == [("active", None), ("cancelled", "replaced")]
     assert world.firer().fire_due().claimed == 0  # nothing left claimed or due
+
+
+# --- the worker's sign-on-head loop (charter.core.resign) -----------------------------------
+
+
+def test_a_claimed_row_signed_on_a_stale_head_is_resigned_on_the_head_the_engine_names(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = new_process_id()
+    opened = world.submit("ada", "open", pid, None, workflow=DAILY)
+    world.clock.advance(days=1, seconds=5)
+    row = world.claim_schedule(pid, "daily")
+    # The head the worker reads is not the head any more (another event got there).
+    monkeypatch.setattr(Bookkeeping, "process_heads", lambda self, ids: {pid: "0" * 64})
+    result = world.firer().fire(row)
+    assert (result.outcome, result.code) == (Outcome.ACCEPTED, None)
+    fired = Reads(world.database).events(pid)[-1]
+    assert fired.hash == result.event_hash
+    assert fired.envelope["prev"] == opened.hash
+    # One refusal on the way, logged as the engine logs every rejection.
+    assert [code for code, *_ in _log(world.database, pid, "event.rejected")] == ["stale_prev"]

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from charter.automations.client import AutomationsClient
 from charter.cli import automations as automations_cli
 from charter.cli import main as cli_main
 from charter.db.database import Database, connect
+from charter.sdk import Client
 from tests.integration.apikit import Harness, make_harness
 
 PLAN: dict[str, Any] = {
@@ -81,7 +81,7 @@ def cli(h: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
     monkeypatch.setattr(
         automations_cli,
         "client",
-        lambda: AutomationsClient(str(h.http.base_url), token, http=h.http),
+        lambda: Client(str(h.http.base_url), token, http=h.http),
     )
     return Cli(monkeypatch, capsys)
 
@@ -299,6 +299,6 @@ def test_help_and_unreachable_api(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(
         automations_cli,
         "client",
-        lambda: AutomationsClient("http://127.0.0.1:9", "ch_x", timeout=2),
+        lambda: Client("http://127.0.0.1:9", "ch_x", timeout=2),
     )
     assert "cannot reach the Charter API" in one_error_line(cli("automations", "list"))

@@ -14,11 +14,17 @@ from typing import Any
 
 import pytest
 
-from charter.automations.client import (
+from charter.automations.control import AutomationPaused, InvalidAutomation, InvalidWebhook, NoPlan
+from charter.automations.cron import InvalidSchedule
+from charter.automations.plan import InvalidPlan
+from charter.core.errors import Forbidden, Malformed, NotFound, Unauthorized
+from charter.db.database import Database, connect
+from charter.sdk import (
     ApiTimeout,
+    ApiUnavailable,
     Automation,
     AutomationDetail,
-    AutomationsClient,
+    Client,
     Plan,
     PlanStep,
     Run,
@@ -26,12 +32,6 @@ from charter.automations.client import (
     Schedule,
     Webhook,
 )
-from charter.automations.control import AutomationPaused, InvalidAutomation, InvalidWebhook, NoPlan
-from charter.automations.cron import InvalidSchedule
-from charter.automations.plan import InvalidPlan
-from charter.client import ApiUnavailable
-from charter.core.errors import Forbidden, Malformed, NotFound, Unauthorized
-from charter.db.database import Database, connect
 from tests.integration.apikit import Harness, make_harness
 
 PLAN: dict[str, Any] = {
@@ -56,12 +56,12 @@ def h(database: Database) -> Iterator[Harness]:
     harness.http.close()
 
 
-def client_for(h: Harness, token: str) -> AutomationsClient:
-    return AutomationsClient(str(h.http.base_url), token, http=h.http)
+def client_for(h: Harness, token: str) -> Client:
+    return Client(str(h.http.base_url), token, http=h.http)
 
 
 @pytest.fixture
-def api(h: Harness) -> AutomationsClient:
+def api(h: Harness) -> Client:
     return client_for(h, h.token("*", principal=f"c-{uuid.uuid4().hex[:8]}"))
 
 
@@ -70,21 +70,21 @@ def api(h: Harness) -> AutomationsClient:
 
 def test_the_default_request_timeout_is_15_seconds() -> None:
     # A deadline for the whole call (tests/unit/test_deadline.py drips at it).
-    with AutomationsClient("http://127.0.0.1:9", "ch_x") as api:
+    with Client("http://127.0.0.1:9", "ch_x") as api:
         assert api.timeout == 15.0
-    with AutomationsClient("http://127.0.0.1:9", "ch_x", timeout=2.5) as api:
+    with Client("http://127.0.0.1:9", "ch_x", timeout=2.5) as api:
         assert api.timeout == 2.5
     with pytest.raises(ValueError, match="positive"):
-        AutomationsClient("http://127.0.0.1:9", "ch_x", timeout=0)
+        Client("http://127.0.0.1:9", "ch_x", timeout=0)
 
 
 def test_url_and_token_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHARTER_API_URL", "http://api.example:8420/")
     monkeypatch.setenv("CHARTER_TOKEN", "ch_from_env")
-    with AutomationsClient() as api:
+    with Client() as api:
         assert api.base_url == "http://api.example:8420"
         assert api.token == "ch_from_env"
-    with AutomationsClient("http://other:1", "ch_given") as api:
+    with Client("http://other:1", "ch_given") as api:
         assert (api.base_url, api.token) == ("http://other:1", "ch_given")
 
 
@@ -122,7 +122,7 @@ def stalling_server() -> Iterator[str]:
 
 
 def test_a_server_that_never_answers_raises_a_timeout_error(stalling_server: str) -> None:
-    with AutomationsClient(stalling_server, "ch_x", timeout=0.3) as api:
+    with Client(stalling_server, "ch_x", timeout=0.3) as api:
         started = time.monotonic()
         with pytest.raises(ApiTimeout) as caught:
             api.automations()
@@ -138,7 +138,7 @@ def test_an_unreachable_api_is_api_unavailable() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     # Nothing listens on the port any more: the connection is refused.
-    api = AutomationsClient(f"http://127.0.0.1:{port}", "ch_x", timeout=2)
+    api = Client(f"http://127.0.0.1:{port}", "ch_x", timeout=2)
     with api, pytest.raises(ApiUnavailable) as caught:
         api.runs()
     assert not isinstance(caught.value, ApiTimeout)
@@ -148,31 +148,31 @@ def test_an_unreachable_api_is_api_unavailable() -> None:
 # --- typed calls ------------------------------------------------------------------------
 
 
-def test_automations_round_trip_as_typed_values(api: AutomationsClient) -> None:
-    created = api.create("nightly", "laptop")
+def test_automations_round_trip_as_typed_values(api: Client) -> None:
+    created = api.create_automation("nightly", "laptop")
     assert isinstance(created, Automation)
     assert (created.name, created.target, created.enabled) == ("nightly", "laptop", True)
     assert isinstance(created.created_at, datetime)
     assert created.created_at.tzinfo is not None
     assert created.raw["id"] == created.id
 
-    updated = api.update(created.id, name="weekly")
+    updated = api.update_automation(created.id, name="weekly")
     assert (updated.name, updated.target) == ("weekly", "laptop")
-    assert api.pause(created.id).enabled is False
-    assert api.resume(created.id).enabled is True
+    assert api.pause_automation(created.id).enabled is False
+    assert api.resume_automation(created.id).enabled is True
 
-    detail = api.get(created.id)
+    detail = api.automation(created.id)
     assert isinstance(detail, AutomationDetail)
     assert detail.automation.name == "weekly"
     assert (detail.schedules, detail.webhooks, detail.plan) == ((), (), None)
 
-    api.delete(created.id)
+    api.delete_automation(created.id)
     with pytest.raises(NotFound):
-        api.get(created.id)
+        api.automation(created.id)
 
 
-def test_pages_and_iteration(api: AutomationsClient) -> None:
-    made = [api.create(f"a{i}", "t").id for i in range(5)]
+def test_pages_and_iteration(api: Client) -> None:
+    made = [api.create_automation(f"a{i}", "t").id for i in range(5)]
     first = api.automations(limit=2)
     assert len(first.items) == 2
     assert first.next_cursor is not None
@@ -183,8 +183,8 @@ def test_pages_and_iteration(api: AutomationsClient) -> None:
     assert set(every) == set(made)
 
 
-def test_schedules(api: AutomationsClient) -> None:
-    automation = api.create("s", "t")
+def test_schedules(api: Client) -> None:
+    automation = api.create_automation("s", "t")
     schedule = api.add_schedule(automation.id, "0 9 * * *", "Europe/Berlin", max_occurrences=3)
     assert isinstance(schedule, Schedule)
     assert schedule.remaining_occurrences == 3
@@ -203,7 +203,7 @@ def test_schedules(api: AutomationsClient) -> None:
         == 7
     )
     assert [s.id for s in api.schedules(automation.id)] == [schedule.id]
-    assert api.get(automation.id).schedules[0].cron == "0 10 * * *"
+    assert api.automation(automation.id).schedules[0].cron == "0 10 * * *"
 
     with pytest.raises(InvalidSchedule) as caught:
         api.add_schedule(automation.id, "every day", "UTC")
@@ -215,8 +215,8 @@ def test_schedules(api: AutomationsClient) -> None:
     assert api.schedules(automation.id) == []
 
 
-def test_webhooks_show_the_secret_only_on_creation(api: AutomationsClient, h: Harness) -> None:
-    automation = api.create("w", "t")
+def test_webhooks_show_the_secret_only_on_creation(api: Client, h: Harness) -> None:
+    automation = api.create_automation("w", "t")
     webhook = api.add_webhook(automation.id, "github", event="push")
     assert isinstance(webhook, Webhook)
     assert webhook.secret is not None
@@ -225,7 +225,7 @@ def test_webhooks_show_the_secret_only_on_creation(api: AutomationsClient, h: Ha
 
     listed = api.webhooks(automation.id)
     assert [(w.id, w.secret, w.has_secret) for w in listed] == [(webhook.id, None, True)]
-    assert api.get(automation.id).webhooks[0].secret is None
+    assert api.automation(automation.id).webhooks[0].secret is None
 
     rotated, secret = api.rotate_secret(automation.id, webhook.id)
     assert rotated.secret is None
@@ -246,8 +246,8 @@ def test_webhooks_show_the_secret_only_on_creation(api: AutomationsClient, h: Ha
     assert api.webhooks(automation.id) == []
 
 
-def test_plans_and_runs(api: AutomationsClient) -> None:
-    automation = api.create("p", "machine-1")
+def test_plans_and_runs(api: Client) -> None:
+    automation = api.create_automation("p", "machine-1")
     with pytest.raises(NoPlan):
         api.trigger(automation.id)
     plan = api.set_plan(automation.id, PLAN)
@@ -278,10 +278,10 @@ def test_plans_and_runs(api: AutomationsClient) -> None:
     assert detail.run.plan == run.plan  # the snapshot, not the new plan
     assert detail.steps == ()
 
-    api.pause(automation.id)
+    api.pause_automation(automation.id)
     with pytest.raises(AutomationPaused):
         api.trigger(automation.id)
-    api.resume(automation.id)
+    api.resume_automation(automation.id)
     second = api.trigger(automation.id)
     assert second.input == {}
 
@@ -296,8 +296,8 @@ def test_plans_and_runs(api: AutomationsClient) -> None:
         api.plan(automation.id)
 
 
-def test_errors_are_their_charter_error_subclasses(h: Harness, api: AutomationsClient) -> None:
-    automation = api.create("e", "t")
+def test_errors_are_their_charter_error_subclasses(h: Harness, api: Client) -> None:
+    automation = api.create_automation("e", "t")
     with pytest.raises(InvalidPlan) as caught:
         api.set_plan(automation.id, {"version": 2, "steps": []})
     assert caught.value.context["problems"] == [
@@ -312,18 +312,18 @@ def test_errors_are_their_charter_error_subclasses(h: Harness, api: AutomationsC
         "/steps/0/retry/on/1: unknown condition 'http_404' (known: http_5xx, http_429)",
     ]
     with pytest.raises(InvalidAutomation):
-        api.create("", "t")
+        api.create_automation("", "t")
     with pytest.raises(Malformed):
         api.runs(status="sent")
 
     stranger = client_for(h, h.token("*", principal="stranger"))
     with pytest.raises(NotFound):
-        stranger.get(automation.id)
+        stranger.automation(automation.id)
     with pytest.raises(NotFound):
-        stranger.pause(automation.id)
+        stranger.pause_automation(automation.id)
 
     with pytest.raises(Forbidden) as forbidden:
-        client_for(h, h.token("runs:read")).create("x", "t")
+        client_for(h, h.token("runs:read")).create_automation("x", "t")
     assert forbidden.value.context["scope"] == "automations:write"
     with pytest.raises(Unauthorized):
         client_for(h, "ch_not_a_token").automations()

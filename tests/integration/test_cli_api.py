@@ -14,12 +14,12 @@ import pytest
 
 from charter.cli import main as cli_main
 from charter.cli import remote
-from charter.client import CharterClient
 from charter.core.clock import SystemClock
 from charter.core.ed25519 import SecretKey, write_secret_key_file
 from charter.core.envelope import sign
 from charter.db.database import Database
 from charter.engine.process_event import Reads
+from charter.sdk import Client
 from tests.integration.apikit import ERRANDS, ERRANDS_DEFINITION, Harness, bearer, make_harness
 
 A_KEY = SecretKey.generate().public_key_hex
@@ -238,14 +238,14 @@ def test_submit_then_show_and_history(h: Harness, cli: CliRunner, clerk_key: Pat
     assert events[1]["hash"] == answer["hash"]
 
 
-def _race_on_first_read(h: Harness, process_id: str, *, times: int) -> list[int]:
-    """After the CLI reads the head, another writer extends the chain (up to `times`)."""
+def _race_each_submission(h: Harness, process_id: str, *, times: int) -> list[int]:
+    """Just before the CLI's event is sent, another writer extends the chain (up to
+    `times`): the event is stale, and the refusal names the new head."""
     raced: list[int] = []
     clerk = h.keys["clerk"]
 
-    def extend(response: httpx.Response) -> None:
-        request = response.request
-        if request.method != "GET" or request.url.path != f"/v1/processes/{process_id}":
+    def extend(request: httpx.Request) -> None:
+        if request.method != "POST" or request.url.path != "/v1/events":
             return
         if len(raced) >= times:
             return
@@ -254,15 +254,15 @@ def _race_on_first_read(h: Harness, process_id: str, *, times: int) -> list[int]
         h.engine.process_event(sign(envelope, clerk))
         raced.append(1)
 
-    h.http.event_hooks = {"request": [], "response": [extend]}
+    h.http.event_hooks = {"request": [extend], "response": []}
     return raced
 
 
-def test_submit_rereads_the_head_and_resigns_on_stale_prev(
+def test_submit_resigns_on_the_head_a_stale_prev_names(
     h: Harness, cli: CliRunner, clerk_key: Path
 ) -> None:
     process_id, _ = h.open_process()
-    raced = _race_on_first_read(h, process_id, times=2)
+    raced = _race_each_submission(h, process_id, times=2)
     result = cli(
         "submit", "--key-file", str(clerk_key), "--process", process_id, "--workflow", ERRANDS,
         "--action", "note", "--json",
@@ -275,7 +275,7 @@ def test_submit_rereads_the_head_and_resigns_on_stale_prev(
 
 def test_submit_gives_up_after_its_retries(h: Harness, cli: CliRunner, clerk_key: Path) -> None:
     process_id, _ = h.open_process()
-    _race_on_first_read(h, process_id, times=10)
+    _race_each_submission(h, process_id, times=10)
     result = cli(
         "submit", "--key-file", str(clerk_key), "--process", process_id, "--workflow", ERRANDS,
         "--action", "note", "--retries", "1",
@@ -310,6 +310,6 @@ def test_show_and_history_of_an_unknown_process(cli: CliRunner) -> None:
 
 
 def test_an_unreachable_api_is_one_line(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(remote, "client", lambda: CharterClient("http://127.0.0.1:1", "t"))
+    monkeypatch.setattr(remote, "client", lambda: Client("http://127.0.0.1:1", "t"))
     line = _one_error_line(cli("actors", "list"))
     assert line.startswith("error: cannot reach the Charter API at http://127.0.0.1:1")

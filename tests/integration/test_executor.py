@@ -39,7 +39,6 @@ from charter.automations.executor import (
 from charter.automations.leases import idempotency_key
 from charter.automations.machine_client import ClaimedRun, JournalEntry, MachineClient
 from charter.automations.plan import InvalidPlan
-from charter.client import ApiUnavailable, CharterClient
 from charter.core.config import Settings
 from charter.core.ed25519 import write_secret_key_file
 from charter.core.errors import (
@@ -51,6 +50,8 @@ from charter.core.errors import (
 )
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Database
+from charter.sdk import ApiUnavailable, AsyncClient, Client
+from charter.sdk.protocol import NO_RETRY
 from tests.integration.apikit import ERRANDS, Harness
 from tests.integration.machinekit import (
     ORIGIN,
@@ -966,7 +967,7 @@ async def test_charter_submit_signs_submits_and_repeats_idempotently(
         ORIGIN,
         token,
         now=harness.clock.now,
-        client=lambda: CharterClient(ORIGIN, token, http=harness.http),
+        client=lambda: AsyncClient(ORIGIN, token, http=_asgi(harness), retry=NO_RETRY),
     )
     process = f"p-{os.urandom(4).hex()}"
     base: dict[str, JsonValue] = {
@@ -983,12 +984,10 @@ async def test_charter_submit_signs_submits_and_repeats_idempotently(
     assert created["state"] == "open"
     # The same step again (an uncertain acknowledgement): the same event, not a second.
     assert await host(invocation) == created
-    client = CharterClient(ORIGIN, token, http=harness.http)
+    client = Client(ORIGIN, token, http=harness.http)
     events = client.events(process)
     assert len(events) == 1
-    envelope = events[0]["envelope"]
-    assert isinstance(envelope, dict)
-    assert envelope["input"] == {"amount": 5, "meta": {"idempotency_key": "a" * 64}}
+    assert events[0].input == {"amount": 5, "meta": {"idempotency_key": "a" * 64}}
     # Another step's key is another event; the governed engine's refusals are final.
     noted = await host(
         ActionCall(
@@ -1028,6 +1027,11 @@ async def test_charter_submit_refuses_bad_input(payload: JsonValue) -> None:
         await host(ActionCall("charter.submit", payload, "k" * 64, asyncio.Event()))
 
 
+def _asgi(harness: Harness) -> httpx.AsyncClient:
+    """An async client of the harness's app, in this process (the action host is async)."""
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=harness.http.app))
+
+
 def submit_call(key_env: str) -> ActionCall:
     payload: dict[str, JsonValue] = {
         "process": "p-1",
@@ -1049,9 +1053,12 @@ async def test_charter_submit_5xx_answers_follow_the_steps_retry_policy(
         body = {"error": {"code": "database_unavailable", "message": "the database is down"}}
         return httpx.Response(503, json=body, headers={"Retry-After": "12"})
 
-    http_client = httpx.Client(transport=httpx.MockTransport(down))
     host = CharterSubmitAction(
-        ORIGIN, "ch_x", client=lambda: CharterClient(ORIGIN, "ch_x", http=http_client)
+        ORIGIN,
+        "ch_x",
+        client=lambda: AsyncClient(
+            ORIGIN, "ch_x", http=httpx.AsyncClient(transport=httpx.MockTransport(down))
+        ),
     )
     with pytest.raises(TargetAnswered) as caught:
         await host(submit_call("CHARTER_TEST_CLERK_SK"))

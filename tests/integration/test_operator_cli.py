@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from charter.automations.client import AutomationsClient
 from charter.cli import automations, remote
 from charter.cli import main as cli_main
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
+from charter.sdk import Client
 from tests.integration.apikit import Harness, bearer, make_harness
 from tests.integration.machinekit import register
 
@@ -64,7 +64,7 @@ def cli(h: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
     monkeypatch.setenv("COLUMNS", "250")
     monkeypatch.setattr(remote, "client", lambda: h.client())
     monkeypatch.setattr(
-        automations, "client", lambda: AutomationsClient(str(h.http.base_url), h.admin, http=h.http)
+        automations, "client", lambda: Client(str(h.http.base_url), h.admin, http=h.http)
     )
 
     def run(*args: str) -> Result:

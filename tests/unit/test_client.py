@@ -1,35 +1,60 @@
-"""The client rebuilds errors from their wire codes, and says when the API is unreachable."""
+"""The SDK without a server: errors rebuilt from their wire codes, which failures are
+retried (and which never are), the sign-on-head loop, the SSE decoder, and the two
+clients having the same calls."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import random
+from collections.abc import Callable
 
 import httpx
 import pytest
 
-from charter.client import ApiUnavailable, CharterClient, error_class
+from charter.core.ed25519 import SecretKey
+from charter.core.envelope import Envelope, Submission, sign
 from charter.core.errors import (
     CharterError,
+    DatabaseUnavailable,
     InvalidWorkflow,
     Malformed,
     StalePrev,
     TooLarge,
     UnknownProcess,
 )
+from charter.core.resign import ReadHead, drive, sign_on_head
+from charter.sdk import ApiUnavailable, AsyncClient, Client, RetryPolicy, calls
+from charter.sdk.errors import error_class
+from charter.sdk.live import Message, SseDecoder, Waiting
+from charter.sdk.protocol import NO_RETRY, Attempts
+
+FAST = RetryPolicy(attempts=3, base_seconds=0.001, cap_seconds=0.001)
 
 
-def _client(status: int, body: bytes, seen: list[httpx.Request] | None = None) -> CharterClient:
+def _client(
+    *answers: httpx.Response,
+    seen: list[httpx.Request] | None = None,
+    retry: RetryPolicy = NO_RETRY,
+) -> Client:
+    """A client whose server gives `answers` in turn (the last one from then on)."""
+    queue = list(answers)
+
     def answer(request: httpx.Request) -> httpx.Response:
         if seen is not None:
             seen.append(request)
-        return httpx.Response(status, content=body)
+        return queue.pop(0) if len(queue) > 1 else queue[0]
 
     http = httpx.Client(transport=httpx.MockTransport(answer))
-    return CharterClient("http://charter.test", "ch_secret", http=http)
+    return Client("http://charter.test", "ch_secret", http=http, retry=retry)
 
 
-def _error(code: str, message: str = "m", **context: object) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message, **context}}).encode()
+def _error(status: int, code: str, message: str = "m", **context: object) -> httpx.Response:
+    body = {"error": {"code": code, "message": message, **context}}
+    return httpx.Response(status, content=json.dumps(body).encode())
+
+
+# --- errors -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -45,47 +70,252 @@ def test_error_codes_map_to_their_classes(code: str, cls: type[CharterError]) ->
     assert error_class(code) is cls
 
 
-def test_stale_prev_comes_back_with_its_head() -> None:
-    client = _client(409, _error("stale_prev", "stale", head="ab" * 32, seq=3))
+def test_stale_prev_comes_back_with_its_code_status_and_head() -> None:
+    client = _client(_error(409, "stale_prev", "stale", head="ab" * 32, seq=3))
     with pytest.raises(StalePrev) as caught:
         client.process("p-1")
-    assert caught.value.message == "stale"
-    assert caught.value.context == {"head": "ab" * 32, "seq": 3}
+    error = caught.value
+    assert (error.code, error.http_status, error.retryable) == ("stale_prev", 409, False)
+    assert error.message == "stale"
+    assert error.context == {"head": "ab" * 32, "seq": 3}
+    assert isinstance(error.__cause__, httpx.HTTPStatusError)  # the answer, for its headers
 
 
 def test_invalid_workflow_keeps_its_problems() -> None:
     problems = [{"pointer": "/states", "message": "empty"}]
-    client = _client(422, _error("invalid_workflow", "1 problem(s)", problems=problems))
+    client = _client(_error(422, "invalid_workflow", "1 problem(s)", problems=problems))
     with pytest.raises(InvalidWorkflow) as caught:
         client.deploy_workflow("a/b", {})
     assert caught.value.context["problems"] == problems
 
 
-def test_an_unknown_code_is_a_plain_charter_error_that_keeps_it() -> None:
-    client = _client(418, _error("teapot", "short and stout"))
+def test_an_unknown_code_keeps_its_code_and_status() -> None:
+    client = _client(_error(418, "teapot", "short and stout"))
     with pytest.raises(CharterError) as caught:
         client.workflows()
-    assert type(caught.value) is CharterError
-    assert caught.value.message == "short and stout"
-    assert caught.value.context == {"code": "teapot", "status": 418}
+    error = caught.value
+    assert (error.code, error.http_status, error.retryable) == ("teapot", 418, False)
+    assert error.message == "short and stout"
+    assert error.context == {"code": "teapot", "status": 418}
+    unknown_5xx = _client(_error(507, "full"))
+    with pytest.raises(CharterError) as full:
+        unknown_5xx.workflows()
+    assert full.value.retryable
 
 
 def test_a_non_json_error_body_is_reported_with_its_status() -> None:
-    client = _client(502, b"<html>bad gateway</html>")
-    with pytest.raises(CharterError, match="HTTP 502: <html>bad gateway"):
+    client = _client(httpx.Response(502, content=b"<html>bad gateway</html>"))
+    with pytest.raises(CharterError, match="HTTP 502: <html>bad gateway") as caught:
         client.actors()
+    assert caught.value.http_status == 502
 
 
 def test_requests_carry_the_token_and_quote_path_segments() -> None:
     seen: list[httpx.Request] = []
-    client = _client(200, b'{"id": "x"}', seen)
+    process: dict[str, object] = {
+        "id": "x",
+        "workflow": "w",
+        "state": "s",
+        "data": {},
+        "head": None,
+        "seq": 0,
+    }
+    body: dict[str, object] = {
+        **process,
+        "parent": None,
+        "created_at": None,
+        "updated_at": None,
+        "children": [],
+    }
+    client = _client(httpx.Response(200, json=body), seen=seen)
     client.process("a b/c")
-    client.workflow("customer/retail")
+    with pytest.raises(CharterError):
+        client.workflow("customer/retail")  # the answer is not a workflow
     assert seen[0].headers["authorization"] == "Bearer ch_secret"
     assert seen[0].url.raw_path == b"/v1/processes/a%20b%2Fc"
     assert seen[1].url.raw_path == b"/v1/workflows/customer/retail"
 
 
 def test_an_unreachable_api_is_api_unavailable() -> None:
-    with CharterClient("http://127.0.0.1:1", timeout=2) as client, pytest.raises(ApiUnavailable):
+    with Client("http://127.0.0.1:1", timeout=2) as client, pytest.raises(ApiUnavailable):
         client.health()
+
+
+# --- retries ----------------------------------------------------------------------------
+
+
+def test_a_retryable_answer_is_retried_until_it_passes() -> None:
+    seen: list[httpx.Request] = []
+    down = _error(503, "database_unavailable")
+    client = _client(down, down, httpx.Response(200, json={"ok": True}), seen=seen, retry=FAST)
+    assert client.health() == {"ok": True}
+    assert len(seen) == 3
+
+
+def test_retries_are_bounded_by_the_policy() -> None:
+    seen: list[httpx.Request] = []
+    client = _client(_error(503, "database_unavailable"), seen=seen, retry=FAST)
+    with pytest.raises(DatabaseUnavailable):
+        client.health()
+    assert len(seen) == FAST.attempts
+
+
+def test_a_refusal_is_never_retried() -> None:
+    seen: list[httpx.Request] = []
+    client = _client(_error(422, "wrong_state"), seen=seen, retry=FAST)
+    with pytest.raises(CharterError):
+        client.health()
+    assert len(seen) == 1
+
+
+def test_a_lost_answer_to_a_post_is_not_retried_but_one_to_a_get_is() -> None:
+    seen: list[httpx.Request] = []
+
+    def lose(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        raise httpx.ReadError("connection reset", request=request)
+
+    http = httpx.Client(transport=httpx.MockTransport(lose))
+    client = Client("http://charter.test", "t", http=http, retry=FAST)
+    with pytest.raises(ApiUnavailable):
+        client.pause_automation("a-1")  # may have been applied: not repeated
+    assert len(seen) == 1
+    with pytest.raises(ApiUnavailable):
+        client.stats()
+    assert len(seen) == 1 + FAST.attempts
+
+
+def test_a_retry_waits_no_sooner_than_retry_after_and_never_past_the_deadline() -> None:
+    policy = RetryPolicy(attempts=5, base_seconds=0.1, cap_seconds=1.0)
+    now = [0.0]
+    call = calls.health()
+    attempts = Attempts(call, 10.0, policy, random.Random(7), clock=lambda: now[0])
+    attempts.left()
+    error = DatabaseUnavailable()
+    assert attempts.after(error, uncertain=False, retry_after=3.0) == 3.0
+    now[0] = 9.0
+    attempts.left()
+    with pytest.raises(DatabaseUnavailable):
+        attempts.after(error, uncertain=False, retry_after=3.0)  # 12 s is past the deadline
+
+
+def test_jitter_stays_within_the_capped_exponential_bound() -> None:
+    policy = RetryPolicy(attempts=10, base_seconds=0.5, cap_seconds=2.0)
+    rng = random.Random(1)
+    for retry in range(8):
+        bound = min(2.0, 0.5 * 2**retry)
+        delays = [policy.delay(retry, rng) for _ in range(50)]
+        assert all(0 <= d <= bound for d in delays)
+        assert len(set(delays)) > 1  # jittered, not a fixed step
+
+
+# --- the sign-on-head loop --------------------------------------------------------------
+
+KEY = SecretKey.generate()
+
+
+def _head(n: int) -> str:
+    return f"{n:064x}"
+
+
+def _signer(signed_on: list[str | None]) -> Callable[[str | None], Submission]:
+    def signed(head: str | None) -> Submission:
+        signed_on.append(head)
+        envelope = Envelope(
+            1, "p-1", "w", "a", {}, head, KEY.public_key_hex, "2026-01-01T00:00:00Z"
+        )
+        return sign(envelope, KEY)
+
+    return signed
+
+
+def test_the_loop_signs_on_the_head_and_resigns_on_the_head_a_refusal_names() -> None:
+    signed_on: list[str | None] = []
+    reads: list[ReadHead] = []
+    refusals = [StalePrev(head=_head(2)), StalePrev(head=_head(3))]
+
+    def send(_submission: Submission) -> str:
+        if refusals:
+            raise refusals.pop(0)
+        return "accepted"
+
+    def read_head(step: ReadHead) -> str | None:
+        reads.append(step)
+        return step.hint if step.hinted else _head(1)
+
+    steps = sign_on_head(_signer(signed_on), stale_retries=5)
+    assert drive(steps, read_head, send) == "accepted"
+    assert signed_on == [_head(1), _head(2), _head(3)]
+    assert [(r.hinted, r.retry) for r in reads] == [(False, 0), (True, 1), (True, 2)]
+
+
+def test_the_loop_gives_up_after_its_retries_with_the_last_refusal() -> None:
+    signed_on: list[str | None] = []
+
+    def send(_submission: Submission) -> str:
+        raise StalePrev(head=_head(len(signed_on)))
+
+    steps = sign_on_head(_signer(signed_on), stale_retries=2)
+    with pytest.raises(StalePrev) as caught:
+        drive(steps, lambda step: step.hint, send)
+    assert len(signed_on) == 3
+    assert caught.value.context["head"] == _head(3)
+
+
+def test_other_refusals_pass_through_the_loop_at_once() -> None:
+    signed_on: list[str | None] = []
+
+    def send(_submission: Submission) -> str:
+        raise UnknownProcess()
+
+    steps = sign_on_head(_signer(signed_on), stale_retries=5)
+    with pytest.raises(UnknownProcess):
+        drive(steps, lambda step: None, send)
+    assert signed_on == [None]
+
+
+# --- waiting ----------------------------------------------------------------------------
+
+
+def test_the_sse_decoder_reads_messages_and_skips_comments() -> None:
+    decoder = SseDecoder()
+    lines = [": connected", "", "id: e-1", "event: event", 'data: {"process":"p"}', ""]
+    messages = [m for m in map(decoder.line, lines) if m is not None]
+    assert messages == [Message("event", '{"process":"p"}', "e-1")]
+
+
+def test_a_wait_is_concerned_with_its_process_and_with_resets() -> None:
+    waiting = Waiting.of("p-1", "done")
+    assert waiting.concerns(Message("event", '{"process":"p-1","seq":2}'))
+    assert not waiting.concerns(Message("event", '{"process":"p-2","seq":2}'))
+    assert not waiting.concerns(Message("work", '{"process":"p-1"}'))
+    assert waiting.concerns(Message("reset", "{}"))
+
+
+# --- one implementation, two transports ------------------------------------------------
+
+
+def _public(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_")
+    }
+
+
+def test_the_async_client_has_every_call_of_the_sync_one_with_the_same_parameters() -> None:
+    sync, asynchronous = _public(Client), _public(AsyncClient)
+    assert set(sync) - {"close"} == set(asynchronous) - {"aclose"}
+    for name, signature in sync.items():
+        if name != "close":
+            assert list(signature.parameters) == list(asynchronous[name].parameters), name
+
+
+def test_every_endpoint_is_a_call_of_both_clients() -> None:
+    endpoints = {
+        name
+        for name, member in inspect.getmembers(calls, inspect.isfunction)
+        if member.__module__ == calls.__name__ and not name.startswith("_")
+    } - {"new_secret"}
+    assert endpoints <= set(_public(Client))
+    assert endpoints <= set(_public(AsyncClient))

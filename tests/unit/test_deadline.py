@@ -16,11 +16,10 @@ import httpx
 import pytest
 
 from charter import deadline
-from charter.automations.client import ApiTimeout, AutomationsClient
 from charter.automations.executor import transient_failure
 from charter.automations.machine_client import MachineClient, register_machine
-from charter.client import ApiUnavailable, CharterClient
 from charter.core.ed25519 import SecretKey
+from charter.sdk import ApiTimeout, ApiUnavailable, AsyncClient, Client
 
 DEADLINE = 1.0
 DRIP = 0.2
@@ -111,7 +110,7 @@ def within_deadline(call: Callable[[], object], expected: type[BaseException]) -
 
 
 def test_the_charter_client_gives_up_at_its_deadline(dripping: str) -> None:
-    with CharterClient(dripping, timeout=DEADLINE) as client:
+    with Client(dripping, timeout=DEADLINE) as client:
         error = within_deadline(client.health, ApiTimeout)
     assert isinstance(error, ApiUnavailable)  # what the CLI and charter.submit catch
     assert error.retryable
@@ -120,11 +119,28 @@ def test_the_charter_client_gives_up_at_its_deadline(dripping: str) -> None:
     )
 
 
-def test_the_automations_client_gives_up_at_its_deadline(dripping: str) -> None:
-    with AutomationsClient(dripping, "ch_x", timeout=DEADLINE) as api:
+def test_the_automations_calls_give_up_at_the_deadline(dripping: str) -> None:
+    with Client(dripping, "ch_x", timeout=DEADLINE) as api:
         error = within_deadline(api.automations, ApiTimeout)
     assert isinstance(error, ApiTimeout)
     assert error.message.endswith(f"did not answer GET /v1/automations within {DEADLINE:g} s")
+
+
+def test_the_async_client_gives_up_at_its_deadline(dripping: str) -> None:
+    async def read() -> None:
+        async with AsyncClient(dripping, "ch_x", timeout=DEADLINE) as api:
+            await api.process("p-1")
+
+    error = within_deadline(lambda: asyncio.run(read()), ApiTimeout)
+    assert isinstance(error, ApiTimeout)
+    assert error.message.endswith(f"did not answer GET /v1/processes/p-1 within {DEADLINE:g} s")
+
+
+def test_a_call_may_set_its_own_deadline(dripping: str) -> None:
+    with Client(dripping, "ch_x", timeout=30) as api:
+        error = within_deadline(lambda: api.stats(timeout=DEADLINE), ApiTimeout)
+    assert isinstance(error, ApiTimeout)
+    assert error.message.endswith(f"did not answer GET /v1/stats within {DEADLINE:g} s")
 
 
 def test_the_machine_client_gives_up_at_its_deadline(dripping: str) -> None:
@@ -150,11 +166,11 @@ def test_registering_a_machine_gives_up_at_the_default_deadline(
 
 
 def test_the_default_deadline_is_15_seconds() -> None:
-    with CharterClient("http://127.0.0.1:9") as client:
+    with Client("http://127.0.0.1:9") as client:
         assert client.timeout == 15.0
     assert MachineClient("http://127.0.0.1:9", SecretKey.generate()).timeout == 15.0
     with pytest.raises(ValueError, match="positive"):
-        CharterClient("http://127.0.0.1:9", timeout=0)
+        Client("http://127.0.0.1:9", timeout=0)
 
 
 def test_a_slow_answer_inside_the_deadline_is_read_whole(steady: str) -> None:

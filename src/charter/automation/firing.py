@@ -51,6 +51,7 @@ from charter.core.crashpoints import FIRED_BEFORE_BOOKKEEPING, crash_point
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission, sign
 from charter.core.errors import CharterError, LeaseLost, StalePrev
+from charter.core.resign import ReadHead, drive, sign_on_head
 from charter.db.database import Database, Role, act_as
 from charter.engine.batch import BatchAborted, EngineBatch
 from charter.engine.hints import send_hints
@@ -235,7 +236,11 @@ class Firer:
         """Fire `row` in the engine's batch (its writes queued until the batch flushes)."""
         if _cancelled(row, tally):
             return _cancelled_result(row, None)
-        result = self._submit(row, batch.head(row.process_id), lambda s: batch.apply(s, tally))
+        # No re-signing here: the batch locked the row's process, so its head is the one
+        # `batch.head` says until this transaction ends; a stale_prev cannot be outrun.
+        result = self._submit(
+            row, lambda _: batch.head(row.process_id), lambda s: batch.apply(s, tally), 0
+        )
         return self._after(row, result, tally)
 
     def _one_by_one(
@@ -250,29 +255,40 @@ class Firer:
                 books.conn, submission, tally, caller=Role.WORKER, sync=books.sync
             )
 
-        for _ in range(self.policy.stale_retries):
-            result = self._submit(row, heads.get(row.process_id), apply)
-            if result.code != "stale_prev":
-                break
-            heads[row.process_id] = result.head  # another event moved it: sign again
-        else:
-            result = FireResult(
-                row, Outcome.RETRY, code="stale_prev", message="the head kept moving"
-            )
+        def read_head(step: ReadHead) -> str | None:
+            if step.hinted:
+                heads[row.process_id] = step.hint  # another event moved it: sign on its head
+            return heads.get(row.process_id)
+
+        retries = max(0, self.policy.stale_retries - 1)
+        result = self._submit(row, read_head, apply, retries)
+        if result.code == "stale_prev":
+            result = dataclasses.replace(result, message="the head kept moving")
         if result.event_hash is not None and result.outcome is Outcome.ACCEPTED:
             heads[row.process_id] = result.event_hash
         return self._after(row, result, tally)
 
     def _submit(
-        self, row: WorkRow, head: str | None, apply: Callable[[Submission], Accepted]
+        self,
+        row: WorkRow,
+        read_head: Callable[[ReadHead], str | None],
+        apply: Callable[[Submission], Accepted],
+        stale_retries: int,
     ) -> FireResult:
-        envelope = envelope_for(row, head, self.key, self.clock.now(), self.worker_id)
+        """Sign `row`'s event on the head and apply it, re-signing on stale_prev at most
+        `stale_retries` times: the SDK's one sign-on-head loop (`charter.sdk.signing`),
+        with the engine in this transaction as its sender instead of HTTP."""
+
+        def signed(head: str | None) -> Submission:
+            envelope = envelope_for(row, head, self.key, self.clock.now(), self.worker_id)
+            return sign(envelope, self.key)
+
         try:
             with (
                 log_context(work_id=str(row.id), process_id=row.process_id, action=row.action_name),
                 span("charter.fire", _fire_attributes(row)),
             ):
-                accepted = apply(sign(envelope, self.key))
+                accepted = drive(sign_on_head(signed, stale_retries), read_head, apply)
         except BatchAborted:
             raise
         except StalePrev as exc:

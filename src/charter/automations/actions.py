@@ -26,8 +26,9 @@ Shipped hosts:
   is on, the W3C `traceparent` of its client span (a child of the step's). Output
   `{"status", "headers", "json"}` (or `"text"` for a non-JSON body). An answer of 400 or
   more is `TargetAnswered`.
-- `charter.submit`: signs an event as an integration actor (`charter.core.envelope.sign`)
-  and submits it to the Charter API, re-reading the head on `stale_prev`: the bridge from
+- `charter.submit`: signs an event as an integration actor and submits it to the Charter
+  API with the one sign-on-head loop (`charter.core.resign`, re-reading the head on
+  `stale_prev`) over `charter.AsyncClient`, with no retries of its own: the bridge from
   runs to governed events. Input `{"process", "workflow", "action", "input"?,
   "key_file" | "key_env", "idempotent"?}`; output `{"hash", "seq", "state"}`. The
   Charter API is its target like any other: a 5xx or 429 answer (`database_unavailable`
@@ -53,14 +54,15 @@ import httpx
 from opentelemetry.trace import SpanKind
 
 from charter.automations.plan import ACTION_ID, answer_condition
-from charter.client import CharterClient
 from charter.core import ijson
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file
-from charter.core.envelope import Envelope, sign
-from charter.core.errors import CharterError, InvalidSecretKey, Malformed, StalePrev, UnknownProcess
+from charter.core.errors import CharterError, InvalidSecretKey, Malformed, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import format_rfc3339
+from charter.sdk.aio import AsyncClient
+from charter.sdk.protocol import NO_RETRY
+from charter.sdk.results import Accepted, Process
+from charter.sdk.signing import EventSigner, ReadHead, adrive, sign_on_head
 from charter.tracing import Attributes, span, traceparent
 
 T = TypeVar("T")
@@ -334,20 +336,19 @@ class CharterSubmitAction:
         *,
         stale_retries: int = 5,
         now: Callable[[], datetime] | None = None,
-        client: Callable[[], CharterClient] | None = None,
+        client: Callable[[], AsyncClient] | None = None,
     ) -> None:
         self.api_url = api_url
         self.token = token
         self.stale_retries = stale_retries
         self._now = now or (lambda: datetime.now(UTC))
-        self._client = client or (lambda: CharterClient(self.api_url, self.token))
+        # No retries in the client: the step's own policy (`retry.on`) decides.
+        self._client = client or (lambda: AsyncClient(self.api_url, self.token, retry=NO_RETRY))
 
     async def __call__(self, call: ActionCall) -> JsonValue:
         request = self._parse(call.payload)
-        # The client is synchronous: run it in a thread; a cancelled call stops between
-        # attempts, and the executor drops whatever a cancelled call returns.
         try:
-            return await asyncio.to_thread(self._submit, request, call)
+            return await self._submit(request, call)
         except CharterError as exc:
             answered = _retryable_answer(exc)
             if answered is None:
@@ -386,7 +387,7 @@ class CharterSubmitAction:
         except InvalidSecretKey:
             raise ActionFailed(f"${name} does not hold a secret key (64 hex)") from None
 
-    def _submit(self, request: JsonObject, call: ActionCall) -> JsonValue:
+    async def _submit(self, request: JsonObject, call: ActionCall) -> JsonValue:
         key = self._key(request)
         process = str(request["process"])
         raw_input = request.get("input") or {}
@@ -399,60 +400,54 @@ class CharterSubmitAction:
                 **(meta if isinstance(meta, dict) else {}),
                 "idempotency_key": call.idempotency_key,
             }
-        with self._client() as api:
-            head, earlier = _head_and_earlier(api, process, call.idempotency_key, idempotent)
-            if earlier is not None:
-                return earlier
-            for attempt in range(self.stale_retries + 1):
+        action, workflow = str(request["action"]), str(request["workflow"])
+        signer = EventSigner(key, process, action, data, workflow, self._now)
+        async with self._client() as api:
+
+            async def read_head(_step: ReadHead) -> str | None:
+                # Read again even when a stale_prev named the head: the event that moved
+                # it may be this step's own, submitted by an earlier attempt.
                 if call.cancel.is_set():
                     raise ActionCancelled("charter.submit was cancelled")
-                envelope = Envelope(
-                    v=1,
-                    process=process,
-                    workflow=str(request["workflow"]),
-                    action=str(request["action"]),
-                    input=data,
-                    prev=head,
-                    actor=key.public_key_hex,
-                    at=format_rfc3339(self._now()),
+                found, earlier = await _head_and_earlier(
+                    api, process, call.idempotency_key, idempotent
                 )
-                try:
-                    accepted = api.submit(sign(envelope, key))
-                except StalePrev:
-                    if attempt == self.stale_retries:
-                        raise
-                    head, earlier = _head_and_earlier(
-                        api, process, call.idempotency_key, idempotent
-                    )
-                    if earlier is not None:
-                        return earlier
-                    continue
-                return _result(accepted)
-        raise AssertionError("unreachable")  # pragma: no cover
+                if earlier is not None:
+                    raise _SubmittedBefore(earlier)
+                return signer.head_of(found)
+
+            try:
+                steps = sign_on_head(signer.sign, self.stale_retries)
+                accepted: Accepted = await adrive(steps, read_head, api.submit_signed)
+            except _SubmittedBefore as before:
+                return before.result
+        return _result(accepted)
 
 
-def _head_and_earlier(
-    api: CharterClient, process: str, key: str, idempotent: bool
-) -> tuple[str | None, JsonValue]:
-    """The process head (None: not created yet) and, for an idempotent submit, the
-    result of an event that carries this idempotency key already."""
+class _SubmittedBefore(Exception):
+    """This step's event is on the process already: its result, instead of a second."""
+
+    def __init__(self, result: JsonValue) -> None:
+        super().__init__("submitted before")
+        self.result = result
+
+
+async def _head_and_earlier(
+    api: AsyncClient, process: str, key: str, idempotent: bool
+) -> tuple[Process | None, JsonValue]:
+    """The process (None: not created yet) and, for an idempotent submit, the result of
+    an event that carries this idempotency key already."""
     try:
-        found = api.process(process)
+        found = await api.process(process)
     except UnknownProcess:
         return None, None
-    head = found.get("head")
     if idempotent:
-        for event in reversed(api.events(process)):
-            envelope = event.get("envelope")
-            data = envelope.get("input") if isinstance(envelope, dict) else None
+        for event in reversed(await api.events(process)):
+            data = event.input
             meta = data.get("meta") if isinstance(data, dict) else None
             if isinstance(meta, dict) and meta.get("idempotency_key") == key:
-                return (head if isinstance(head, str) else None), {
-                    "hash": event.get("hash"),
-                    "seq": event.get("seq"),
-                    "state": found.get("state"),
-                }
-    return (head if isinstance(head, str) else None), None
+                return found, {"hash": event.hash, "seq": event.seq, "state": found.state}
+    return found, None
 
 
 def _retryable_answer(error: CharterError) -> TargetAnswered | None:
@@ -468,7 +463,5 @@ def _retryable_answer(error: CharterError) -> TargetAnswered | None:
     return TargetAnswered.of(message, answer.response)
 
 
-def _result(accepted: JsonObject) -> JsonValue:
-    process = accepted.get("process")
-    state = process.get("state") if isinstance(process, dict) else None
-    return {"hash": accepted.get("hash"), "seq": accepted.get("seq"), "state": state}
+def _result(accepted: Accepted) -> JsonValue:
+    return {"hash": accepted.hash, "seq": accepted.seq, "state": accepted.process.state}

@@ -48,11 +48,11 @@ from charter.automations.actions import ActionCall, ActionRegistry, ActionTransi
 from charter.automations.dpop import InvalidDpop
 from charter.automations.machine_client import ClaimedRun, JournalEntry
 from charter.automations.plan import InvalidPlan, Plan, Policy, Step, parse_plan, parse_policy
-from charter.client import ApiUnavailable
 from charter.core.crashpoints import STEP_RETURNED_BEFORE_JOURNAL, crash_point
 from charter.core.errors import CharterError, LeaseLost
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonValue
+from charter.sdk.errors import ApiUnavailable
 from charter.tracing import Attributes, run_carrier, span
 
 log = logging.getLogger("charter.machine")

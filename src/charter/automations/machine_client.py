@@ -23,12 +23,14 @@ import httpx
 from charter import deadline
 from charter.automations import leases
 from charter.automations.dpop import make_proof, public_jwk
-from charter.client import DEFAULT_TIMEOUT, raise_for_answer, send
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339, parse_rfc3339
+from charter.sdk.client import Client
+from charter.sdk.errors import raise_for_answer
+from charter.sdk.protocol import DEFAULT_TIMEOUT
 from charter.tracing import traceparent
 
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
@@ -278,27 +280,11 @@ def register_machine(
     http: httpx.Client | None = None,
 ) -> JsonObject:
     """POST /v1/machines with a bearer token (`automations:write`; `*` for `principal`)."""
-    body: JsonObject = {"target": target, "public_jwk": public_jwk(key)}
-    if machine_id is not None:
-        body["id"] = machine_id
-    if principal is not None:
-        body["principal"] = principal
-    base_url = api_url.rstrip("/")
-    client = http or deadline.sync_client(base_url, DEFAULT_TIMEOUT)
-    try:
-        response = send(
-            client,
-            DEFAULT_TIMEOUT,
-            base_url,
-            "POST",
-            "/v1/machines",
-            content=_encode(body),
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    with Client(api_url, token, http=http, timeout=DEFAULT_TIMEOUT) as api:
+        machine = api.register_machine(
+            target, public_jwk(key), machine_id=machine_id, principal=principal
         )
-    finally:
-        if http is None:
-            client.close()
-    return _object(ijson.loads(response.content))
+    return machine.raw
 
 
 def _object(value: Any) -> JsonObject:

@@ -40,7 +40,7 @@ def add(
 ) -> None:
     """Register an actor with its public key and roles."""
     with remote.client() as api:
-        actor = api.add_actor(actor_id, _public_key(public_key, key_file), role)
+        actor = api.add_actor(actor_id, _public_key(public_key, key_file), role).raw
     if as_json:
         remote.print_json(actor)
     else:
@@ -51,7 +51,7 @@ def add(
 def list_(as_json: JsonFlag = False) -> None:
     """Every actor with its roles and active key."""
     with remote.client() as api:
-        actors = api.actors()
+        actors = [actor.raw for actor in api.actors()]
     if as_json:
         remote.print_json({"actors": list(actors)})
         return

@@ -16,21 +16,21 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from charter.automations.client import (
+from charter.automations.control import UNSET, Unset
+from charter.cli import remote
+from charter.core import ijson
+from charter.core.errors import Malformed
+from charter.core.jsontypes import JsonValue
+from charter.sdk.client import Client
+from charter.sdk.results import (
     Automation,
     AutomationDetail,
-    AutomationsClient,
     Page,
     Plan,
     Run,
     Schedule,
     Webhook,
 )
-from charter.automations.control import UNSET, Unset
-from charter.cli import remote
-from charter.core import ijson
-from charter.core.errors import Malformed
-from charter.core.jsontypes import JsonValue
 
 app = typer.Typer(
     help="Automations: schedule and webhook triggers, one plan, runs on a machine target.",
@@ -53,9 +53,9 @@ AutomationId = Annotated[str, typer.Argument(help="The automation id.")]
 TriggerId = Annotated[str, typer.Argument(help="The trigger id.")]
 
 
-def client() -> AutomationsClient:
+def client() -> Client:
     """A client for CHARTER_API_URL with CHARTER_TOKEN (tests replace this function)."""
-    return AutomationsClient()
+    return Client()
 
 
 def console() -> Console:
@@ -74,7 +74,7 @@ def create(
 ) -> None:
     """Create an automation."""
     with client() as api:
-        automation = api.create(name, target, enabled=not disabled)
+        automation = api.create_automation(name, target, enabled=not disabled)
     if as_json:
         remote.print_json(automation.raw)
     else:
@@ -111,7 +111,7 @@ def list_(
 def show(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     """An automation with its triggers and plan."""
     with client() as api:
-        detail = api.get(automation_id)
+        detail = api.automation(automation_id)
     if as_json:
         remote.print_json(detail.raw)
         return
@@ -129,7 +129,7 @@ def update(
     if name is None and target is None:
         raise Malformed("nothing to change: give --name and/or --target")
     with client() as api:
-        automation = api.update(automation_id, name=name, target=target)
+        automation = api.update_automation(automation_id, name=name, target=target)
     _print_automation(automation, "updated", as_json)
 
 
@@ -137,7 +137,7 @@ def update(
 def delete(automation_id: AutomationId) -> None:
     """Delete an automation with its triggers and plan (its runs stay as history)."""
     with client() as api:
-        api.delete(automation_id)
+        api.delete_automation(automation_id)
     typer.echo(f"deleted automation {automation_id}")
 
 
@@ -145,7 +145,7 @@ def delete(automation_id: AutomationId) -> None:
 def pause(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     """Pause: no trigger admits a run until it is resumed."""
     with client() as api:
-        automation = api.pause(automation_id)
+        automation = api.pause_automation(automation_id)
     _print_automation(automation, "paused", as_json)
 
 
@@ -153,7 +153,7 @@ def pause(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
 def resume(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     """Resume a paused automation."""
     with client() as api:
-        automation = api.resume(automation_id)
+        automation = api.resume_automation(automation_id)
     _print_automation(automation, "resumed", as_json)
 
 

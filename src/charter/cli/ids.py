@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import typer
 
-from charter.client import CharterClient
 from charter.core.errors import UnknownProcess
+from charter.sdk.client import Client
 
 AMBIGUOUS_EXIT = 2
 
 
-def resolve_process(api: CharterClient, typed: str) -> str:
+def resolve_process(api: Client, typed: str) -> str:
     """The id of the process `typed` names: itself, or the one process whose id starts
     with it. An ambiguous prefix prints the candidates and exits 2."""
     try:
-        return str(api.process(typed)["id"])
+        return api.process(typed).id
     except UnknownProcess:
         pass
-    page = api.list_processes(q=typed, limit=5)
-    listed = page.get("processes")
-    rows = listed if isinstance(listed, list) else []
-    found = [str(p.get("id")) for p in rows if isinstance(p, dict)]
+    found = [p.id for p in api.processes(q=typed, limit=5).items]
     if not found:
         raise UnknownProcess(f"no process id is or starts with {typed!r}")
     if len(found) > 1:

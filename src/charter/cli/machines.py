@@ -21,7 +21,7 @@ Name = Annotated[str, typer.Argument(help="The machine id (its name).")]
 def list_(as_json: JsonFlag = False) -> None:
     """Your machines (every machine for a `*` token)."""
     with remote.client() as api:
-        machines = api.machines()
+        machines = [machine.raw for machine in api.machines()]
     if as_json:
         remote.print_json({"machines": list(machines)})
         return
@@ -48,14 +48,14 @@ def list_(as_json: JsonFlag = False) -> None:
 def disable(name: Name, as_json: JsonFlag = False) -> None:
     """Disable a machine: its requests are refused from now on."""
     with remote.client() as api:
-        _done(api.disable_machine(name), "disabled", as_json)
+        _done(api.disable_machine(name).raw, "disabled", as_json)
 
 
 @app.command("enable")
 def enable(name: Name, as_json: JsonFlag = False) -> None:
     """Enable a disabled machine again."""
     with remote.client() as api:
-        _done(api.enable_machine(name), "enabled", as_json)
+        _done(api.enable_machine(name).raw, "enabled", as_json)
 
 
 def _done(machine: JsonObject, verb: str, as_json: bool) -> None:

@@ -23,7 +23,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a 
 def show(process_id: ProcessId, as_json: JsonFlag = False) -> None:
     """A process: workflow, state, data, head, parent and children."""
     with remote.client() as api:
-        process = api.process(process_id)
+        process = api.process(process_id).raw
     if as_json:
         remote.print_json(process)
         return
@@ -61,9 +61,9 @@ def list_(
 ) -> None:
     """Processes, most recently updated first, a page at a time."""
     with remote.client() as api:
-        page = api.list_processes(
+        page = api.processes(
             workflow=workflow, state=state, parent=parent, q=prefix, limit=limit, cursor=cursor
-        )
+        ).raw
     if as_json:
         remote.print_json(page)
         return
@@ -87,7 +87,7 @@ def list_(
 def history(process_id: ProcessId, as_json: JsonFlag = False) -> None:
     """Every event: seq, time, actor, action, hash and what caused automated ones."""
     with remote.client() as api:
-        events = api.events(process_id)
+        events = [event.raw for event in api.events(process_id)]
     if as_json:
         remote.print_json({"events": list(events)})
         return

@@ -6,13 +6,16 @@ import json
 
 import typer
 
-from charter.client import CharterClient
 from charter.core.jsontypes import JsonValue
+from charter.sdk.client import Client
 
 
-def client() -> CharterClient:
-    """A client for CHARTER_API_URL with CHARTER_TOKEN (tests replace this function)."""
-    return CharterClient.from_env()
+def client() -> Client:
+    """A client for CHARTER_API_URL with CHARTER_TOKEN (tests replace this function).
+
+    The commands print what the API answered: a result's `raw` object (`--json`, and
+    the tables read it too)."""
+    return Client.from_env()
 
 
 def print_json(value: JsonValue) -> None:

@@ -11,8 +11,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from charter.automations.client import RunDetail
 from charter.cli import automations, remote
+from charter.sdk.results import RunDetail
 
 app = typer.Typer(help="Runs: admitted by triggers, executed on machines.", no_args_is_help=True)
 

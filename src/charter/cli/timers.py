@@ -37,20 +37,19 @@ def timers(
     """Scheduled and queued work: soonest timers first, then the queue."""
     with remote.client() as api:
         process_id = ids.resolve_process(api, process) if process else None
-        filters: dict[str, str | int | None] = {
-            "process": process_id,
-            "workflow": workflow,
-            "limit": limit,
-        }
         # A status of one view alone (`pending`, `active`) leaves the other empty; one of
         # neither goes to both, and the API names the mistake.
         known = status is None or status in _SCHEDULED + _QUEUE
         scheduled: JsonObject = {"scheduled": [], "next_cursor": None}
         queued: JsonObject = {"queue": [], "next_cursor": None}
         if not known or status is None or status in _SCHEDULED:
-            scheduled = api.scheduled(**filters, status=status)
+            scheduled = api.scheduled(
+                process=process_id, workflow=workflow, limit=limit, status=status
+            ).raw
         if not known or status is None or status in _QUEUE:
-            queued = api.queue(**filters, status=status)
+            queued = api.queue(
+                process=process_id, workflow=workflow, limit=limit, status=status
+            ).raw
     if as_json:
         remote.print_json({"scheduled": scheduled, "queue": queued})
         return

@@ -109,7 +109,7 @@ def deploy(
         raise Malformed(f"{file}: cannot read: {exc.strerror or exc}") from None
     try:
         with remote.client() as api:
-            deployed = api.deploy_workflow(path, definition)
+            deployed = api.deploy_workflow(path, definition).raw
     except InvalidWorkflow as exc:
         _print_problems(exc)
         raise
@@ -131,7 +131,7 @@ def deploy(
 def list_(as_json: JsonFlag = False) -> None:
     """Every deployed path with its current revision and version."""
     with remote.client() as api:
-        workflows = api.workflows()
+        workflows = [deployment.raw for deployment in api.workflows()]
     if as_json:
         remote.print_json({"workflows": list(workflows)})
         return
@@ -159,7 +159,7 @@ def show(
 ) -> None:
     """The current definition at a path and its revisions."""
     with remote.client() as api:
-        workflow = api.workflow(path)
+        workflow = api.workflow(path).raw
     if as_json:
         remote.print_json(workflow)
         return

@@ -1,0 +1,455 @@
+"""Every endpoint of the API once: the `Call` that asks it and how its answer is read.
+
+`Client` and `AsyncClient` name these one to one; a listing takes a `cursor` so the
+clients' iterators can walk it page after page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TypeVar
+from urllib.parse import quote
+
+from charter.automations import control
+from charter.automations.control import UNSET, Unset
+from charter.core.envelope import Submission
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import format_rfc3339
+from charter.sdk.protocol import Call, encode, json_object
+from charter.sdk.results import (
+    Accepted,
+    Actor,
+    Automation,
+    AutomationDetail,
+    Deployed,
+    Deployment,
+    Event,
+    Machine,
+    Page,
+    Plan,
+    Process,
+    ProcessAutomation,
+    Run,
+    RunDetail,
+    Schedule,
+    Stats,
+    Verification,
+    Webhook,
+    Workflow,
+    WorkItem,
+    _page,
+    _Reader,
+)
+
+T = TypeVar("T")
+Query = Mapping[str, str | int | datetime | None]
+
+
+def _get(path: str, parse: Callable[[JsonObject], T], params: Query | None = None) -> Call[T]:
+    return Call("GET", path, lambda content: parse(json_object(content)), _params(params))
+
+
+def _send(
+    method: str, path: str, parse: Callable[[JsonObject], T], body: JsonValue | None = None
+) -> Call[T]:
+    content = None if body is None else encode(body)
+    return Call(method, path, lambda answer: parse(json_object(answer)), body=content)
+
+
+def _none(_body: JsonObject) -> None:
+    return None
+
+
+def _items(key: str, parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], list[T]]:
+    return lambda body: [parse(item) for item in _Reader(body, key).objects(key)]
+
+
+def _paged(key: str, parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], Page[T]]:
+    return lambda body: _page(body, parse, key)
+
+
+# --- health and metrics ----------------------------------------------------------------
+
+
+def health() -> Call[JsonObject]:
+    return _get("/healthz", lambda body: body)
+
+
+def metrics() -> Call[str]:
+    return Call("GET", "/metrics", lambda content: content.decode("utf-8"), accept="text/plain")
+
+
+# --- events and processes --------------------------------------------------------------
+
+
+def submit_signed(submission: Submission) -> Call[Accepted]:
+    """POST a signed event; no token needed, the signature is the authority. Safe to
+    repeat: the engine records an event once, and refuses it again as `duplicate`."""
+    call = _send("POST", "/v1/events", Accepted.parse, submission.to_json())
+    return dataclasses.replace(call, repeatable=True)
+
+
+def process(process_id: str) -> Call[Process]:
+    return _get(f"/v1/processes/{_segment(process_id)}", Process.parse)
+
+
+def events(process_id: str) -> Call[list[Event]]:
+    return _get(f"/v1/processes/{_segment(process_id)}/events", _items("events", Event.parse))
+
+
+def processes(
+    *,
+    workflow: str | None = None,
+    state: str | None = None,
+    parent: str | None = None,
+    updated_after: datetime | None = None,
+    updated_before: datetime | None = None,
+    q: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Call[Page[Process]]:
+    """A page of processes, newest first (by last update, then id)."""
+    params = {
+        "workflow": workflow,
+        "state": state,
+        "parent": parent,
+        "updated_after": updated_after,
+        "updated_before": updated_before,
+        "q": q,
+        "cursor": cursor,
+        "limit": limit,
+    }
+    return _get("/v1/processes", _paged("processes", Process.parse), params)
+
+
+def verify(process_id: str, *, replay: bool = False) -> Call[Verification]:
+    params = {"replay": "true" if replay else None}
+    return _get(f"/v1/processes/{_segment(process_id)}/verify", Verification.parse, params)
+
+
+def export(process_id: str) -> Call[JsonObject]:
+    """The `charter-export/1` bundle, for `charter verify --bundle` offline."""
+    return _get(f"/v1/processes/{_segment(process_id)}/export", lambda body: body)
+
+
+def process_automation(process_id: str) -> Call[ProcessAutomation]:
+    return _get(f"/v1/processes/{_segment(process_id)}/automation", ProcessAutomation.parse)
+
+
+# --- workflows and actors --------------------------------------------------------------
+
+
+def workflows() -> Call[list[Deployment]]:
+    return _get("/v1/workflows", _items("workflows", Deployment.parse))
+
+
+def workflow(path: str) -> Call[Workflow]:
+    return _get(f"/v1/workflows/{quote(path, safe='/')}", Workflow.parse)
+
+
+def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
+    return _send("POST", "/v1/workflows", Deployed.parse, {"path": path, "definition": definition})
+
+
+def actors() -> Call[list[Actor]]:
+    return _get("/v1/actors", _items("actors", Actor.parse))
+
+
+def actor(actor_id: str) -> Call[Actor]:
+    return _get(f"/v1/actors/{_segment(actor_id)}", Actor.parse)
+
+
+def add_actor(actor_id: str, public_key: str, roles: list[str]) -> Call[Actor]:
+    body: JsonObject = {"id": actor_id, "public_key": public_key, "roles": list(roles)}
+    return _send("POST", "/v1/actors", Actor.parse, body)
+
+
+def rotate_key(actor_id: str, public_key: str) -> Call[Actor]:
+    path = f"/v1/actors/{_segment(actor_id)}/keys"
+    return _send("POST", path, Actor.parse, {"public_key": public_key})
+
+
+def set_roles(actor_id: str, roles: list[str]) -> Call[Actor]:
+    path = f"/v1/actors/{_segment(actor_id)}/roles"
+    return _send("POST", path, Actor.parse, {"roles": list(roles)})
+
+
+def disable_actor(actor_id: str) -> Call[Actor]:
+    return _send("POST", f"/v1/actors/{_segment(actor_id)}/disable", Actor.parse)
+
+
+def enable_actor(actor_id: str) -> Call[Actor]:
+    return _send("POST", f"/v1/actors/{_segment(actor_id)}/enable", Actor.parse)
+
+
+# --- operator views --------------------------------------------------------------------
+
+
+def stats() -> Call[Stats]:
+    return _get("/v1/stats", Stats.parse)
+
+
+def scheduled(
+    *,
+    status: str | None = None,
+    due_before: datetime | None = None,
+    workflow: str | None = None,
+    process: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Call[Page[WorkItem]]:
+    """A page of scheduled actions, soonest due first."""
+    params: Query = {
+        "status": status,
+        "due_before": due_before,
+        "workflow": workflow,
+        "process": process,
+        "cursor": cursor,
+        "limit": limit,
+    }
+    return _get("/v1/automation/scheduled", _paged("scheduled", WorkItem.parse), params)
+
+
+def queue(
+    *,
+    status: str | None = None,
+    due_before: datetime | None = None,
+    workflow: str | None = None,
+    process: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Call[Page[WorkItem]]:
+    """A page of automatic-action queue rows."""
+    params: Query = {
+        "status": status,
+        "due_before": due_before,
+        "workflow": workflow,
+        "process": process,
+        "cursor": cursor,
+        "limit": limit,
+    }
+    return _get("/v1/automation/queue", _paged("queue", WorkItem.parse), params)
+
+
+# --- machines --------------------------------------------------------------------------
+
+
+def machines() -> Call[list[Machine]]:
+    return _get("/v1/machines", _items("machines", Machine.parse))
+
+
+def register_machine(
+    target: str,
+    public_jwk: JsonObject,
+    *,
+    machine_id: str | None = None,
+    principal: str | None = None,
+) -> Call[Machine]:
+    """Register a machine by its DPoP public key (`automations:write`; a `*` token for
+    another `principal`)."""
+    body: JsonObject = {"target": target, "public_jwk": public_jwk}
+    if machine_id is not None:
+        body["id"] = machine_id
+    if principal is not None:
+        body["principal"] = principal
+    return _send("POST", "/v1/machines", Machine.parse, body)
+
+
+def disable_machine(machine_id: str) -> Call[Machine]:
+    return _send("POST", f"/v1/machines/{_segment(machine_id)}/disable", Machine.parse)
+
+
+def enable_machine(machine_id: str) -> Call[Machine]:
+    return _send("POST", f"/v1/machines/{_segment(machine_id)}/enable", Machine.parse)
+
+
+# --- automations -----------------------------------------------------------------------
+
+
+def create_automation(name: str, target: str, *, enabled: bool = True) -> Call[Automation]:
+    body: JsonObject = {"name": name, "target": target, "enabled": enabled}
+    return _send("POST", "/v1/automations", Automation.parse, body)
+
+
+def automations(*, cursor: str | None = None, limit: int | None = None) -> Call[Page[Automation]]:
+    """A page of the principal's automations, oldest first."""
+    params = {"cursor": cursor, "limit": limit}
+    return _get("/v1/automations", _paged("items", Automation.parse), params)
+
+
+def automation(automation_id: str) -> Call[AutomationDetail]:
+    return _get(_automation(automation_id), AutomationDetail.parse)
+
+
+def update_automation(
+    automation_id: str,
+    *,
+    name: str | None = None,
+    target: str | None = None,
+    enabled: bool | None = None,
+) -> Call[Automation]:
+    """Change the fields given; the others stay."""
+    fields = (("name", name), ("target", target), ("enabled", enabled))
+    body: JsonObject = {k: v for k, v in fields if v is not None}
+    return _send("PATCH", _automation(automation_id), Automation.parse, body)
+
+
+def delete_automation(automation_id: str) -> Call[None]:
+    return _send("DELETE", _automation(automation_id), _none)
+
+
+def pause_automation(automation_id: str) -> Call[Automation]:
+    return _send("POST", _automation(automation_id, "pause"), Automation.parse)
+
+
+def resume_automation(automation_id: str) -> Call[Automation]:
+    return _send("POST", _automation(automation_id, "resume"), Automation.parse)
+
+
+def schedules(automation_id: str) -> Call[list[Schedule]]:
+    return _get(_automation(automation_id, "schedules"), _items("items", Schedule.parse))
+
+
+def add_schedule(
+    automation_id: str, cron: str, timezone: str, *, max_occurrences: int | None = None
+) -> Call[Schedule]:
+    """A schedule trigger; `max_occurrences` None: unbounded."""
+    body: JsonObject = {"cron": cron, "timezone": timezone}
+    if max_occurrences is not None:
+        body["maxOccurrences"] = max_occurrences
+    return _send("POST", _automation(automation_id, "schedules"), Schedule.parse, body)
+
+
+def update_schedule(
+    automation_id: str,
+    trigger_id: str,
+    *,
+    cron: str | None = None,
+    timezone: str | None = None,
+    enabled: bool | None = None,
+    max_occurrences: int | Unset | None = UNSET,
+) -> Call[Schedule]:
+    """Change the fields given. `max_occurrences=None` makes the schedule unbounded;
+    leaving it out keeps its budget."""
+    fields = (("cron", cron), ("timezone", timezone), ("enabled", enabled))
+    body: JsonObject = {k: v for k, v in fields if v is not None}
+    if not isinstance(max_occurrences, Unset):
+        body["maxOccurrences"] = max_occurrences
+    path = _automation(automation_id, "schedules", trigger_id)
+    return _send("PATCH", path, Schedule.parse, body)
+
+
+def remove_schedule(automation_id: str, trigger_id: str) -> Call[None]:
+    return _send("DELETE", _automation(automation_id, "schedules", trigger_id), _none)
+
+
+def webhooks(automation_id: str) -> Call[list[Webhook]]:
+    return _get(_automation(automation_id, "webhooks"), _items("items", Webhook.parse))
+
+
+def add_webhook(
+    automation_id: str, source: str, *, event: str | None = None, secret: str | None = None
+) -> Call[Webhook]:
+    """A webhook trigger; the result's `secret` (given or generated) is shown only here."""
+    body: JsonObject = {"source": source}
+    if event is not None:
+        body["event"] = event
+    if secret is not None:
+        body["secret"] = secret
+    return _send("POST", _automation(automation_id, "webhooks"), Webhook.parse, body)
+
+
+def update_webhook(
+    automation_id: str,
+    trigger_id: str,
+    *,
+    source: str | None = None,
+    event: str | Unset | None = UNSET,
+    enabled: bool | None = None,
+    secret: str | None = None,
+) -> Call[Webhook]:
+    """Change the fields given; `event=None` matches every event of the source."""
+    fields = (("source", source), ("enabled", enabled), ("secret", secret))
+    body: JsonObject = {k: v for k, v in fields if v is not None}
+    if not isinstance(event, Unset):
+        body["event"] = event
+    path = _automation(automation_id, "webhooks", trigger_id)
+    return _send("PATCH", path, Webhook.parse, body)
+
+
+def new_secret() -> str:
+    """A fresh webhook secret, for `rotate_secret` (the API never shows one again)."""
+    return control.new_secret()
+
+
+def remove_webhook(automation_id: str, trigger_id: str) -> Call[None]:
+    return _send("DELETE", _automation(automation_id, "webhooks", trigger_id), _none)
+
+
+def set_plan(automation_id: str, plan: Mapping[str, JsonValue]) -> Call[Plan]:
+    """Set the plan: `{"version": 1, "steps": [...], "allowlist"?, "limits"?}`."""
+    return _send("PUT", _automation(automation_id, "plan"), Plan.parse, dict(plan))
+
+
+def plan(automation_id: str) -> Call[Plan]:
+    return _get(_automation(automation_id, "plan"), Plan.parse)
+
+
+def clear_plan(automation_id: str) -> Call[None]:
+    return _send("DELETE", _automation(automation_id, "plan"), _none)
+
+
+# --- runs ------------------------------------------------------------------------------
+
+
+def trigger(automation_id: str, input: JsonValue = None) -> Call[Run]:
+    """Admit a pending manual run (needs `runs:execute`)."""
+    body: JsonObject = {} if input is None else {"input": input}
+    return _send("POST", _automation(automation_id, "runs"), Run.parse, body)
+
+
+def runs(
+    *,
+    status: str | None = None,
+    automation_id: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Call[Page[Run]]:
+    """A page of the principal's runs, newest first."""
+    params = {"status": status, "automation_id": automation_id, "cursor": cursor, "limit": limit}
+    return _get("/v1/runs", _paged("items", Run.parse), params)
+
+
+def run(run_id: str) -> Call[RunDetail]:
+    return _get(f"/v1/runs/{_segment(run_id)}", RunDetail.parse)
+
+
+def cancel_run(run_id: str) -> Call[Run]:
+    """Cancel a pending or running run (needs `runs:execute`)."""
+    return _send("POST", f"/v1/runs/{_segment(run_id)}/cancel", Run.parse)
+
+
+def retry_run(run_id: str) -> Call[Run]:
+    """Retry a failed run: the new run (needs `runs:execute`)."""
+    return _send("POST", f"/v1/runs/{_segment(run_id)}/retry", Run.parse)
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _params(values: Query | None) -> dict[str, str]:
+    return {k: _text(v) for k, v in (values or {}).items() if v is not None}
+
+
+def _text(value: str | int | datetime) -> str:
+    return format_rfc3339(value) if isinstance(value, datetime) else str(value)
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _automation(automation_id: str, *rest: str) -> str:
+    return "/".join(["/v1/automations", *(_segment(p) for p in (automation_id, *rest))])

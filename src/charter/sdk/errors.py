@@ -1,0 +1,140 @@
+"""The errors an SDK call raises: the server's own, rebuilt, and the client's.
+
+An error answer `{"error": {"code", "message", ...context}}` becomes the CharterError
+subclass of its code (`StalePrev`, `NotFound`, ...), its context kept (so
+`StalePrev.context["head"]` is the head the server holds); each class carries its wire
+`code`, HTTP status `http_status` and `retryable`. A code this client does not know
+becomes a subclass made for it, with the answer's status, retryable when the status is
+5xx or 429. The answer itself is the error's cause (an `httpx.HTTPStatusError`), for
+whoever needs its headers.
+
+The client's own: `ApiUnavailable` (cannot reach the API), `ApiTimeout` (the call's
+deadline passed), `UnexpectedResponse` (an answer this client does not understand).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import cast
+
+import httpx
+
+from charter.core import ijson
+from charter.core.errors import CharterError
+from charter.core.jsontypes import JsonObject
+
+
+class ApiUnavailable(CharterError):
+    """The Charter API cannot be reached."""
+
+    code = "api_unavailable"
+    http_status = 503
+    retryable = True
+
+
+class ApiTimeout(ApiUnavailable):
+    """The Charter API did not answer within the call's deadline."""
+
+    code = "api_timeout"
+
+
+class UnexpectedResponse(CharterError):
+    """The API answered with a body this client does not understand."""
+
+    code = "unexpected_response"
+    http_status = 502
+
+
+class WaitTimeout(CharterError):
+    """The process did not reach the state within the time given."""
+
+    code = "wait_timeout"
+    http_status = 408
+
+
+def _subclasses(cls: type[CharterError]) -> list[type[CharterError]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def error_class(code: str) -> type[CharterError]:
+    """The CharterError subclass whose wire code is `code` (CharterError if none)."""
+    for cls in _subclasses(CharterError):
+        if cls.__dict__.get("code") == code:
+            return cls
+    return CharterError
+
+
+@cache
+def _unknown_code_class(code: str, status: int) -> type[CharterError]:
+    """A class for a code this client does not know, so it still carries code and status."""
+    attributes = {
+        "code": code,
+        "http_status": status,
+        "retryable": status >= 500 or status == 429,
+        "__doc__": f"The server answered {status} {code}.",
+    }
+    return cast("type[CharterError]", type("RemoteError", (CharterError,), attributes))
+
+
+def error_of_answer(status: int, content: bytes) -> CharterError:
+    """The CharterError an error answer (status >= 400, body `content`) stands for."""
+    try:
+        body = ijson.loads(content)
+        error = cast(JsonObject, body)["error"]
+        assert isinstance(error, dict)
+        code, message = error["code"], error["message"]
+        assert isinstance(code, str)
+        assert isinstance(message, str)
+    except (CharterError, KeyError, TypeError, AssertionError):
+        snippet = content[:200].decode("utf-8", "replace").strip()
+        cls = _unknown_code_class(f"http_{status}", status)
+        return cls(f"HTTP {status}: {snippet}", status=status)
+    context = {k: v for k, v in error.items() if k not in ("code", "message")}
+    cls = error_class(code)
+    if cls is CharterError:
+        cls = _unknown_code_class(code, status)
+        context |= {"code": code, "status": status}
+    return cls(message, **context)
+
+
+def error_from_response(response: httpx.Response) -> CharterError:
+    """The CharterError an error response stands for."""
+    return error_of_answer(response.status_code, response.content)
+
+
+def raise_for_answer(response: httpx.Response) -> None:
+    """Raise the CharterError an error answer (>= 400) stands for, caused by the answer."""
+    if response.status_code < 400:
+        return
+    answer = httpx.HTTPStatusError(
+        f"HTTP {response.status_code}", request=response.request, response=response
+    )
+    raise error_from_response(response) from answer
+
+
+def answer_error(response: httpx.Response) -> CharterError:
+    """The CharterError of an error answer, caused by the answer (status, headers)."""
+    error = error_from_response(response)
+    error.__cause__ = httpx.HTTPStatusError(
+        f"HTTP {response.status_code}", request=response.request, response=response
+    )
+    return error
+
+
+def transport_error(
+    exc: httpx.TransportError, base_url: str, method: str, path: str, seconds: float
+) -> tuple[CharterError, bool]:
+    """The CharterError of an exchange that got no answer, and whether the request may
+    have been applied (it may have left: anything but a failed connect)."""
+    error: CharterError
+    if isinstance(exc, httpx.TimeoutException):
+        error = ApiTimeout(
+            f"the Charter API at {base_url} did not answer {method} {path} within {seconds:g} s"
+        )
+    else:
+        error = ApiUnavailable(f"cannot reach the Charter API at {base_url}: {exc}")
+    error.__cause__ = exc
+    return error, not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)

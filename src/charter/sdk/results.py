@@ -1,0 +1,690 @@
+"""What the SDK's calls return: frozen dataclasses, each parsed from its response object.
+
+Every result keeps the object it came from in `raw` (what `--json` prints); a missing or
+mistyped field is `UnexpectedResponse`, never a half-filled value. Times are aware
+`datetime`s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.sdk.errors import UnexpectedResponse
+
+T = TypeVar("T")
+
+
+# --- the automations control API -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Automation:
+    id: str
+    name: str
+    target: str
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Automation:
+        r = _Reader(body, "automation")
+        return cls(
+            id=r.text("id"),
+            name=r.text("name"),
+            target=r.text("target"),
+            enabled=r.flag("enabled"),
+            created_at=r.time("created_at"),
+            updated_at=r.time("updated_at"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Schedule:
+    id: str
+    automation_id: str
+    cron: str
+    timezone: str
+    next_run_at: datetime
+    # None: unbounded; otherwise how many occurrences are left.
+    remaining_occurrences: int | None
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Schedule:
+        r = _Reader(body, "schedule trigger")
+        return cls(
+            id=r.text("id"),
+            automation_id=r.text("automation_id"),
+            cron=r.text("cron"),
+            timezone=r.text("timezone"),
+            next_run_at=r.time("next_run_at"),
+            remaining_occurrences=r.optional_int("remaining_occurrences"),
+            enabled=r.flag("enabled"),
+            created_at=r.time("created_at"),
+            updated_at=r.time("updated_at"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Webhook:
+    id: str
+    automation_id: str
+    source: str
+    # None: every event of the source.
+    event: str | None
+    enabled: bool
+    has_secret: bool
+    created_at: datetime
+    updated_at: datetime
+    # Only on the response that created the trigger; write-only ever after.
+    secret: str | None = field(default=None, repr=False)
+    raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Webhook:
+        r = _Reader(body, "webhook trigger")
+        return cls(
+            id=r.text("id"),
+            automation_id=r.text("automation_id"),
+            source=r.text("source"),
+            event=r.optional_text("event"),
+            enabled=r.flag("enabled"),
+            has_secret=r.flag("has_secret"),
+            created_at=r.time("created_at"),
+            updated_at=r.time("updated_at"),
+            secret=r.optional_text("secret"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    id: str
+    action_id: str
+    input: JsonValue
+    # `{"on": [...]}`: the target answers the step may retry (None: transport failures only).
+    retry: JsonValue = None
+
+    @property
+    def retry_on(self) -> tuple[str, ...]:
+        """The conditions of `retry.on` (`http_5xx`, `http_429`); () when not opted in."""
+        on = self.retry.get("on") if isinstance(self.retry, dict) else None
+        return tuple(str(c) for c in on) if isinstance(on, list) else ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    automation_id: str
+    version: int
+    steps: tuple[PlanStep, ...]
+    allowlist: JsonValue
+    limits: JsonValue
+    updated_at: datetime
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Plan:
+        r = _Reader(body, "plan")
+        return cls(
+            automation_id=r.text("automation_id"),
+            version=r.integer("version"),
+            steps=_steps(r.array("steps")),
+            allowlist=body.get("allowlist"),
+            limits=body.get("limits"),
+            updated_at=r.time("updated_at"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class AutomationDetail:
+    """An automation with its triggers (no secrets) and its plan, if any."""
+
+    automation: Automation
+    schedules: tuple[Schedule, ...]
+    webhooks: tuple[Webhook, ...]
+    plan: Plan | None
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> AutomationDetail:
+        r = _Reader(body, "automation")
+        plan = body.get("plan")
+        return cls(
+            automation=Automation.parse(body),
+            schedules=tuple(Schedule.parse(s) for s in r.objects("schedules")),
+            webhooks=tuple(Webhook.parse(w) for w in r.objects("webhooks")),
+            plan=Plan.parse(plan) if isinstance(plan, dict) else None,
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    automation_id: str
+    trigger_id: str | None
+    trigger_kind: str
+    target: str
+    status: str
+    # The immutable snapshot of the plan the run was admitted with.
+    plan: JsonObject
+    input: JsonValue
+    attempts: int
+    output: JsonValue
+    error: str | None
+    scheduled_for: datetime | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    retry_at: datetime | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Run:
+        r = _Reader(body, "run")
+        return cls(
+            id=r.text("id"),
+            automation_id=r.text("automation_id"),
+            trigger_id=r.optional_text("trigger_id"),
+            trigger_kind=r.text("trigger_kind"),
+            target=r.text("target"),
+            status=r.text("status"),
+            plan=r.obj("plan"),
+            input=body.get("input"),
+            attempts=r.integer("attempts"),
+            output=body.get("output"),
+            error=r.optional_text("error"),
+            scheduled_for=r.optional_time("scheduled_for"),
+            lease_owner=r.optional_text("lease_owner"),
+            lease_expires_at=r.optional_time("lease_expires_at"),
+            retry_at=r.optional_time("retry_at"),
+            created_at=r.time("created_at"),
+            started_at=r.optional_time("started_at"),
+            finished_at=r.optional_time("finished_at"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class RunStep:
+    """One row of a run's step journal."""
+
+    step_id: str
+    position: int
+    status: str
+    idempotency_key: str
+    output: JsonValue
+    error: str | None
+    attempts: int
+    started_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> RunStep:
+        r = _Reader(body, "run step")
+        return cls(
+            step_id=r.text("step_id"),
+            position=r.integer("position"),
+            status=r.text("status"),
+            idempotency_key=r.text("idempotency_key"),
+            output=body.get("output"),
+            error=r.optional_text("error"),
+            attempts=r.integer("attempts"),
+            started_at=r.time("started_at"),
+            finished_at=r.optional_time("finished_at"),
+        )
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """A run and its step journal in plan order."""
+
+    run: Run
+    steps: tuple[RunStep, ...]
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> RunDetail:
+        r = _Reader(body, "run")
+        return cls(
+            run=Run.parse(body),
+            steps=tuple(RunStep.parse(s) for s in r.objects("steps")),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing; `next_cursor` fetches the next (None: this is the last)."""
+
+    items: tuple[T, ...]
+    next_cursor: str | None
+    raw: JsonObject = field(repr=False, compare=False)
+
+
+class _Reader:
+    """Typed access to a response object; a missing or mistyped key is UnexpectedResponse."""
+
+    def __init__(self, body: JsonObject, what: str) -> None:
+        self.body = body
+        self.what = what
+
+    def _fail(self, key: str, expected: str) -> UnexpectedResponse:
+        return UnexpectedResponse(f"the {self.what} in the response has no {expected} {key!r}")
+
+    def text(self, key: str) -> str:
+        value = self.body.get(key)
+        if not isinstance(value, str):
+            raise self._fail(key, "string")
+        return value
+
+    def optional_text(self, key: str) -> str | None:
+        return None if self.body.get(key) is None else self.text(key)
+
+    def flag(self, key: str) -> bool:
+        value = self.body.get(key)
+        if not isinstance(value, bool):
+            raise self._fail(key, "boolean")
+        return value
+
+    def integer(self, key: str) -> int:
+        value = self.body.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, "integer")
+        return value
+
+    def optional_int(self, key: str) -> int | None:
+        return None if self.body.get(key) is None else self.integer(key)
+
+    def time(self, key: str) -> datetime:
+        try:
+            return datetime.fromisoformat(self.text(key))
+        except ValueError:
+            raise self._fail(key, "RFC 3339 time") from None
+
+    def optional_time(self, key: str) -> datetime | None:
+        return None if self.body.get(key) is None else self.time(key)
+
+    def obj(self, key: str) -> JsonObject:
+        value = self.body.get(key)
+        if not isinstance(value, dict):
+            raise self._fail(key, "object")
+        return value
+
+    def array(self, key: str) -> list[JsonValue]:
+        value = self.body.get(key)
+        if not isinstance(value, list):
+            raise self._fail(key, "list")
+        return value
+
+    def objects(self, key: str) -> list[JsonObject]:
+        items = self.array(key)
+        if not all(isinstance(item, dict) for item in items):
+            raise self._fail(key, "list of objects")
+        return [item for item in items if isinstance(item, dict)]
+
+
+def _page(body: JsonObject, parse: Callable[[JsonObject], T], key: str = "items") -> Page[T]:
+    reader = _Reader(body, "page")
+    return Page(
+        tuple(parse(item) for item in reader.objects(key)),
+        reader.optional_text("next_cursor"),
+        body,
+    )
+
+
+def _steps(raw: list[JsonValue]) -> tuple[PlanStep, ...]:
+    steps = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise UnexpectedResponse("a plan step in the response is not an object")
+        r = _Reader(item, "plan step")
+        steps.append(
+            PlanStep(r.text("id"), r.text("actionId"), item.get("input"), item.get("retry"))
+        )
+    return tuple(steps)
+
+
+def _strings(r: _Reader, key: str) -> tuple[str, ...]:
+    items = r.array(key)
+    if not all(isinstance(item, str) for item in items):
+        raise r._fail(key, "list of strings")
+    return tuple(str(item) for item in items)
+
+
+# --- the engine ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Process:
+    """A process (DESIGN §8): its state, data, head and seq."""
+
+    id: str
+    workflow: str
+    state: str
+    data: JsonObject
+    # The hash of the last event; a new event's `prev`.
+    head: str | None
+    seq: int
+    parent: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    # Only GET /v1/processes/{id} and the process list name them.
+    children: tuple[str, ...]
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Process:
+        r = _Reader(body, "process")
+        return cls(
+            id=r.text("id"),
+            workflow=r.text("workflow"),
+            state=r.text("state"),
+            data=r.obj("data"),
+            head=r.optional_text("head"),
+            seq=r.integer("seq"),
+            parent=r.optional_text("parent"),
+            created_at=r.optional_time("created_at"),
+            updated_at=r.optional_time("updated_at"),
+            children=_strings(r, "children") if "children" in body else (),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Event:
+    """A stored event: the signed envelope and what the engine recorded with it."""
+
+    seq: int
+    hash: str
+    envelope: JsonObject
+    signature: str
+    kind: str
+    workflow_version: str
+    received_at: datetime | None
+    actor_id: str | None
+    actor_roles: tuple[str, ...]
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @property
+    def action(self) -> str:
+        return str(self.envelope.get("action", ""))
+
+    @property
+    def input(self) -> JsonValue:
+        return self.envelope.get("input")
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Event:
+        r = _Reader(body, "event")
+        return cls(
+            seq=r.integer("seq"),
+            hash=r.text("hash"),
+            envelope=r.obj("envelope"),
+            signature=r.text("signature"),
+            kind=r.text("kind"),
+            workflow_version=r.text("workflow_version"),
+            received_at=r.optional_time("received_at"),
+            actor_id=r.optional_text("actor_id"),
+            actor_roles=_strings(r, "actor_roles"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """An accepted event: its hash and seq, and the process as it now is."""
+
+    hash: str
+    seq: int
+    process: Process
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Accepted:
+        r = _Reader(body, "accepted event")
+        return cls(r.text("hash"), r.integer("seq"), Process.parse(r.obj("process")), body)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing verification found wrong; `seq` None: about the whole process."""
+
+    seq: int | None
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Verification:
+    ok: bool
+    events: int
+    problems: tuple[Problem, ...]
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Verification:
+        r = _Reader(body, "verification report")
+        problems = []
+        for item in r.objects("problems"):
+            p = _Reader(item, "problem")
+            problems.append(Problem(p.optional_int("seq"), p.text("code"), p.text("message")))
+        return cls(r.flag("ok"), r.integer("events"), tuple(problems), body)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One revision of a workflow path: the version (definition hash) it points at."""
+
+    path: str
+    revision: int
+    version: str
+    deployed_at: datetime
+    deployed_by: str | None
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Deployment:
+        r = _Reader(body, "workflow")
+        return cls(
+            path=r.text("path"),
+            revision=r.integer("revision"),
+            version=r.text("version"),
+            deployed_at=r.time("deployed_at"),
+            deployed_by=r.optional_text("deployed_by"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """The current deployment of a path, its definition and every revision, newest first."""
+
+    deployment: Deployment
+    definition: JsonObject
+    revisions: tuple[Deployment, ...]
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Workflow:
+        r = _Reader(body, "workflow")
+        revisions = tuple(Deployment.parse(d) for d in r.objects("revisions"))
+        return cls(Deployment.parse(body), r.obj("definition"), revisions, body)
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """The answer to a deploy: the deployment, the definition's warnings, and whether
+    the definition was already the path's current one (nothing deployed)."""
+
+    deployment: Deployment
+    warnings: tuple[JsonObject, ...]
+    unchanged: bool
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Deployed:
+        r = _Reader(body, "deployment")
+        warnings = tuple(r.objects("warnings")) if "warnings" in body else ()
+        unchanged = r.flag("unchanged") if "unchanged" in body else False
+        return cls(Deployment.parse(body), warnings, unchanged, body)
+
+
+@dataclass(frozen=True)
+class Actor:
+    id: str
+    roles: tuple[str, ...]
+    # The active key (64 hex).
+    public_key: str
+    disabled: bool
+    created_at: datetime
+    # How many keys the actor has held, the active one included.
+    keys: int
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Actor:
+        r = _Reader(body, "actor")
+        return cls(
+            id=r.text("id"),
+            roles=_strings(r, "roles"),
+            public_key=r.text("public_key"),
+            disabled=r.flag("disabled"),
+            created_at=r.time("created_at"),
+            keys=r.integer("keys"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A scheduled action or an automatic-action queue row, as the operator views list
+    them (`kind` is `scheduled_action` or `auto_action`; `what` the action it fires)."""
+
+    id: str
+    kind: str
+    what: str
+    process: str
+    workflow: str
+    due: datetime | None
+    status: str
+    attempts: int
+    last_error: str | None
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> WorkItem:
+        r = _Reader(body, "work row")
+        return cls(
+            id=r.text("id"),
+            kind=r.text("kind"),
+            what=r.text("what"),
+            process=r.text("process"),
+            workflow=r.text("workflow"),
+            due=r.optional_time("due"),
+            status=r.text("status"),
+            attempts=r.integer("attempts"),
+            last_error=r.optional_text("last_error"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class ProcessAutomation:
+    """A process's scheduled actions and automatic-action queue rows, as stored."""
+
+    scheduled: tuple[JsonObject, ...]
+    queue: tuple[JsonObject, ...]
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> ProcessAutomation:
+        r = _Reader(body, "process automation")
+        return cls(tuple(r.objects("scheduled")), tuple(r.objects("queue")), body)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Counts for a dashboard (GET /v1/stats)."""
+
+    # (workflow, state) → how many processes are in it.
+    processes: dict[tuple[str, str], int]
+    timers_due_next_hour: int
+    queue: dict[str, int]
+    failed_work: int
+    runs: dict[str, int]
+    machines_seen_recently: int | None
+    as_of: datetime
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Stats:
+        r = _Reader(body, "stats")
+        counts = {}
+        for item in r.objects("processes"):
+            c = _Reader(item, "process count")
+            counts[(c.text("workflow"), c.text("state"))] = c.integer("count")
+        return cls(
+            processes=counts,
+            timers_due_next_hour=r.integer("timers_due_next_hour"),
+            queue=_counts(r, "queue"),
+            failed_work=r.integer("failed_work"),
+            runs=_counts(r, "runs"),
+            machines_seen_recently=r.optional_int("machines_seen_recently"),
+            as_of=r.time("as_of"),
+            raw=body,
+        )
+
+
+def _counts(r: _Reader, key: str) -> dict[str, int]:
+    counts = r.obj(key)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
+        raise r._fail(key, "map of counts")
+    return {k: int(str(v)) for k, v in counts.items()}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A registered machine (DESIGN §7): the DPoP key it proves with, and whether the
+    API refuses it."""
+
+    id: str
+    target: str
+    principal: str
+    thumbprint: str
+    public_jwk: JsonObject
+    created_at: datetime
+    disabled_at: datetime | None
+    raw: JsonObject = field(repr=False, compare=False)
+
+    @property
+    def disabled(self) -> bool:
+        return self.disabled_at is not None
+
+    @classmethod
+    def parse(cls, body: JsonObject) -> Machine:
+        r = _Reader(body, "machine")
+        return cls(
+            id=r.text("id"),
+            target=r.text("target"),
+            principal=r.text("principal"),
+            thumbprint=r.text("thumbprint"),
+            public_jwk=r.obj("public_jwk"),
+            created_at=r.time("created_at"),
+            disabled_at=r.optional_time("disabled_at"),
+            raw=body,
+        )
