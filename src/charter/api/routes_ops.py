@@ -14,7 +14,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from charter import __version__
+from charter.api.contract import errors
 from charter.api.errors import error_body
+from charter.api.models import Health, Unhealthy
 from charter.api.request_id import request_id
 from charter.api.state import Services, services
 from charter.core.errors import CharterError
@@ -27,7 +29,15 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz")
+@router.get(
+    "/healthz",
+    response_model=Health,
+    responses={
+        503: {"model": Unhealthy, "description": "The database does not answer, or is not "
+              "migrated: `ok` false and the error (its cause only in the log)."},
+        **{status: answer for status, answer in errors(bearer=False).items() if status != 503},
+    },
+)  # fmt: skip
 def healthz(request: Request, context: Annotated[Services, Depends(services)]) -> JSONResponse:
     """Liveness and readiness: the database answers and is migrated."""
     try:
@@ -45,8 +55,11 @@ def healthz(request: Request, context: Annotated[Services, Depends(services)]) -
 @router.get(
     "/metrics",
     response_class=PlainTextResponse,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
-                     "description": "Prometheus text exposition format 0.0.4"}},
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}},
+              "description": "The Prometheus text exposition format."},
+        **errors(bearer=False),
+    },
 )  # fmt: skip
 def metrics(request: Request) -> Response:
     """Prometheus text: the counters and histograms of this process (events, fires, HTTP,
