@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 from starlette.types import Send
 
 from charter.api.request_id import HEADER, request_id
@@ -105,6 +106,17 @@ async def charter_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc, rid)
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers at this path. Starlette's own 405 names only the
+    first route whose path matched, and a path (`/v1/actors`) may have one route per
+    method."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
         # Bodies are parsed by hand (strict I-JSON), so these come from path and query
@@ -130,7 +142,10 @@ def install_error_handlers(app: FastAPI) -> None:
             else str(exc.detail)
         )
         body = {"error": {"code": code, "message": message}}
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         # Starlette answers these from its outermost middleware, past RequestId's
