@@ -93,6 +93,6 @@ def test_the_stream_is_server_sent_events(h: Harness) -> None:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
     document = h.http.get("/openapi.json").json()
-    assert "text/event-stream" in document["paths"]["/v1/stream"]["get"]["responses"]["200"][
-        "content"
-    ]
+    assert (
+        "text/event-stream" in document["paths"]["/v1/stream"]["get"]["responses"]["200"]["content"]
+    )

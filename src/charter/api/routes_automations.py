@@ -57,8 +57,8 @@ OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
 Cursor = Annotated[
     str | None,
     Query(
-        description="`next_cursor` of the previous page.",
-        json_schema_extra={"pattern": "^[A-Za-z0-9_-]+$"},
+        description="`next_cursor` of the previous page (empty: the first page).",
+        json_schema_extra={"pattern": "^[A-Za-z0-9_-]*$"},
     ),
 ]
 Limit = Annotated[

@@ -10,7 +10,7 @@ import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from charter import __version__
@@ -27,6 +27,7 @@ from charter.engine.metrics import REGISTRY
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["operations"])
+# /healthz is exempt from the body limit (probes must always be answered): no 413.
 
 
 @router.get(
@@ -35,7 +36,7 @@ router = APIRouter(tags=["operations"])
     responses={
         503: {"model": Unhealthy, "description": "The database does not answer, or is not "
               "migrated: `ok` false and the error (its cause only in the log)."},
-        **{status: answer for status, answer in errors(bearer=False).items() if status != 503},
+        **{s: answer for s, answer in errors(bearer=False).items() if s not in (413, 503)},
     },
 )  # fmt: skip
 def healthz(request: Request, context: Annotated[Services, Depends(services)]) -> JSONResponse:
@@ -54,7 +55,7 @@ def healthz(request: Request, context: Annotated[Services, Depends(services)]) -
 
 @router.get(
     "/metrics",
-    response_class=PlainTextResponse,
+    response_class=Response,
     responses={
         200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}},
               "description": "The Prometheus text exposition format."},

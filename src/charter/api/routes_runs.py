@@ -45,8 +45,8 @@ def list_runs(
     cursor: Annotated[
         str | None,
         Query(
-            description="`next_cursor` of the previous page.",
-            json_schema_extra={"pattern": "^[A-Za-z0-9_-]+$"},
+            description="`next_cursor` of the previous page (empty: the first page).",
+            json_schema_extra={"pattern": "^[A-Za-z0-9_-]*$"},
         ),
     ] = None,
     limit: Annotated[
