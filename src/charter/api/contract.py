@@ -36,6 +36,21 @@ class ErrorDetail(BaseModel):
 class ErrorResponse(BaseModel):
     """Every error Charter answers, whatever its status."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "error": {
+                        "code": "stale_prev",
+                        "message": "`prev` is not the process head: re-read the head and "
+                        "sign again.",
+                        "head": "9f2c4e0b6d1a8f3e5c7b9a2d4f6e8c0a1b3d5f7e9c2a4b6d8f0e1c3a5b7d9f2c",
+                    }
+                }
+            ]
+        }
+    )
+
     error: ErrorDetail
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from charter.api.contract import HEX64, NAME, TIME, WORKFLOW_PATH
 
 Json = Any  # any JSON value
 
 _TIME = Field(description=TIME)
+_EXAMPLE_HASH = "3b7f0c2e9d4a6b8c1e5f7a9d2c4e6b8a0f1d3c5e7a9b2d4f6c8e0a1b3d5f7c9e"
 
 
 class ProcessBody(BaseModel):
@@ -34,6 +35,28 @@ class ProcessBody(BaseModel):
 
 class Accepted(BaseModel):
     """`POST /v1/events` → 201."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "hash": _EXAMPLE_HASH,
+                    "seq": 1,
+                    "process": {
+                        "id": "p-4f2a9c",
+                        "workflow": "customer/retail/retail-customer",
+                        "state": "open",
+                        "data": {"amount": 5},
+                        "head": _EXAMPLE_HASH,
+                        "seq": 1,
+                        "parent": None,
+                        "created_at": "2026-06-18T10:00:00.000Z",
+                        "updated_at": "2026-06-18T10:00:00.000Z",
+                    },
+                }
+            ]
+        }
+    )
 
     hash: str = Field(pattern=HEX64, description="The new event's hash, the process head.")
     seq: int = Field(ge=1)
@@ -67,6 +90,25 @@ class Problem(BaseModel):
 
 
 class Verification(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"ok": True, "events": 3, "problems": []},
+                {
+                    "ok": False,
+                    "events": 3,
+                    "problems": [
+                        {
+                            "seq": 2,
+                            "code": "bad_signature",
+                            "message": "the signature does not verify",
+                        }
+                    ],
+                },
+            ]
+        }
+    )
+
     ok: bool = Field(description="True exactly when there are no problems.")
     events: int = Field(ge=0)
     problems: list[Problem]

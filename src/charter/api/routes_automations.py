@@ -93,6 +93,7 @@ def _object(properties: dict[str, Any], required: list[str] | None = None) -> di
 CREATE = request_body(
     _object({"name": _NAME, "target": _TARGET, "enabled": {"type": "boolean"}}, ["name", "target"]),
     "A new automation: its name and the machine target that runs it.",
+    {"name": "nightly report", "target": "reports"},
 )
 UPDATE = request_body(
     _object({"name": _NAME, "target": _TARGET, "enabled": {"type": "boolean"}}),
@@ -105,6 +106,7 @@ SCHEDULE = request_body(
         ["cron", "timezone"],
     ),
     "A cron expression in an IANA time zone and an optional budget of occurrences.",
+    {"cron": "0 9 * * 1-5", "timezone": "Europe/Paris"},
 )
 SCHEDULE_UPDATE = request_body(
     _object(
@@ -122,6 +124,7 @@ WEBHOOK = request_body(
     _object({"source": _NAME, "event": _NULLABLE_TEXT, "secret": _SECRET}, ["source"]),
     "A webhook source, an optional event (null: every event) and an optional secret; "
     "without one a secret is generated and returned once.",
+    {"source": "shop", "event": "order.paid"},
 )
 WEBHOOK_UPDATE = request_body(
     _object(
@@ -152,8 +155,16 @@ PLAN = request_body(
         ["version", "steps"],
     ),
     "A version 1 plan: one or more tool-action steps with unique ids.",
+    {
+        "version": 1,
+        "steps": [
+            {"id": "fetch", "actionId": "http.request", "input": {"url": "https://example.com"}}
+        ],
+    },
 )
-TRIGGER = request_body(_object({"input": {}}), "The run's input (any JSON; {} when absent).")
+TRIGGER = request_body(
+    _object({"input": {}}), "The run's input (any JSON; {} when absent).", {"input": {"n": 1}}
+)
 
 
 _INVALID_AUTOMATION = {

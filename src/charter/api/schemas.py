@@ -9,15 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 _HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+# The public key of the seed 11...11: a valid Ed25519 key for the examples.
+_EXAMPLE_KEY = "d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737"
 
 
-def request_body(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    """An `openapi_extra` that documents a JSON request body."""
+def request_body(schema: dict[str, Any], description: str, example: Any = None) -> dict[str, Any]:
+    """An `openapi_extra` that documents a JSON request body (with an example body)."""
+    media: dict[str, Any] = {"schema": schema}
+    if example is not None:
+        media["example"] = example
     return {
         "requestBody": {
             "required": True,
             "description": description,
-            "content": {"application/json": {"schema": schema}},
+            "content": {"application/json": media},
         }
     }
 
@@ -57,6 +62,18 @@ DEPLOY = request_body(
         "properties": {"path": {"type": "string"}, "definition": {"type": "object"}},
     },
     "A workflow definition (DSL v2) and the path to deploy it at.",
+    {
+        "path": "examples/approvals",
+        "definition": {
+            "dsl": 2,
+            "states": ["open", "approved"],
+            "roles": ["clerk"],
+            "actions": {
+                "create": {"type": "create", "role": "clerk", "to": "open"},
+                "approve": {"role": "clerk", "from": "open", "to": "approved"},
+            },
+        },
+    },
 )
 
 ACTOR = request_body(
@@ -71,6 +88,7 @@ ACTOR = request_body(
         },
     },
     "A new actor: its id, its Ed25519 public key and its roles.",
+    {"id": "ada", "public_key": _EXAMPLE_KEY, "roles": ["clerk"]},
 )
 
 KEY = request_body(
@@ -91,4 +109,5 @@ ROLES = request_body(
         "properties": {"roles": {"type": "array", "items": {"type": "string"}}},
     },
     "The actor's roles from now on.",
+    {"roles": ["clerk", "boss"]},
 )
