@@ -9,6 +9,7 @@ operation, so the whole module runs in about a minute on a quiet 2-core machine.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import schemathesis
 from schemathesis.config import SchemathesisConfig
 
 from charter.api.app import create_app
+from charter.automations.webhooks import sign as webhook_signature
 from charter.core.config import Settings
 from charter.core.envelope import sign
 from charter.db.database import Database
@@ -136,13 +138,20 @@ def test_success_answers_of_real_things_match_their_schemas(h: Harness) -> None:
     schedule = {"cron": "0 9 * * *", "timezone": "UTC"}
     api.call("POST", "/v1/automations/{automation_id}/schedules", 201, path_parameters=one,
              body=schedule)  # fmt: skip
-    api.call("POST", "/v1/automations/{automation_id}/webhooks", 201, path_parameters=one,
-             body={"source": "shop"})  # fmt: skip
+    hook = api.call("POST", "/v1/automations/{automation_id}/webhooks", 201,
+                    path_parameters=one, body={"source": "shop"})  # fmt: skip
     for path in ("", "/schedules", "/webhooks", "/plan"):
         api.call("GET", "/v1/automations/{automation_id}" + path, path_parameters=one)
     api.call("GET", "/v1/automations")
     run = api.call("POST", "/v1/automations/{automation_id}/runs", 201, path_parameters=one,
                    body={"input": {"n": 1}})  # fmt: skip
+    delivery = {"source": "shop", "type": "order.paid"}
+    stamp = int(h.clock.now().timestamp())
+    signature = webhook_signature(hook["secret"], "msg_1", stamp, json.dumps(delivery).encode())
+    routed = {"X-Charter-Principal": "admin", "X-Charter-Target": target, "webhook-id": "msg_1",
+              "webhook-timestamp": str(stamp), "webhook-signature": signature}  # fmt: skip
+    admitted = api.call("POST", "/events", 202, headers=routed, body=delivery)
+    assert len(admitted["runs"]) == 1
     api.call("GET", "/v1/runs")
     api.call("GET", "/v1/runs/{run_id}", path_parameters={"run_id": run["id"]})
 
