@@ -28,6 +28,7 @@ from charter.api import (
     routes_webhooks,
     routes_workflows,
 )
+from charter.api.contract import install_openapi
 from charter.api.errors import install_error_handlers
 from charter.api.ingest import PATH, EventIngest
 from charter.api.limits import BodyLimit
@@ -105,6 +106,7 @@ def create_app(
         app.include_router(module.router)
     # The operator console: static pages over the API above (charter/console).
     app.include_router(console_files.router)
+    install_openapi(app)
     # Added last = outermost. The body limit comes before anything that looks at the
     # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
     # response, even those answered by middleware, carries the request id. Event

@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import compile_path
 from starlette.types import Send
 
 from charter.api.request_id import HEADER, request_id
@@ -105,6 +106,18 @@ async def charter_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc, rid)
 
 
+def _allowed_methods(request: Request, given: str) -> list[str]:
+    """Every method the API answers at this path: Starlette's own 405 (`given`) names only
+    the first route whose path matched, and a path (`/v1/actors`) may have one route per
+    method. The OpenAPI document knows them all."""
+    methods = {method.strip() for method in given.split(",") if method.strip()}
+    path = str(request.scope.get("path", ""))
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        if compile_path(template)[0].match(path):
+            methods |= {method.upper() for method in operations}
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
         # Bodies are parsed by hand (strict I-JSON), so these come from path and query
@@ -130,7 +143,11 @@ def install_error_handlers(app: FastAPI) -> None:
             else str(exc.detail)
         )
         body = {"error": {"code": code, "message": message}}
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            allowed = _allowed_methods(request, (headers or {}).get("Allow", ""))
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         # Starlette answers these from its outermost middleware, past RequestId's

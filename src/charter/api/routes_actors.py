@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 from fastapi.responses import JSONResponse
 
 from charter.api import schemas
 from charter.api.auth import require
 from charter.api.bodies import fields, json_body, strings, text
+from charter.api.contract import PRINCIPAL, answers
+from charter.api.models import Actor, Actors
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.core.jsontypes import JsonValue
@@ -25,9 +27,12 @@ Context = Annotated[Services, Depends(services)]
 Reader = Annotated[TokenInfo, Depends(require("processes:read"))]
 Writer = Annotated[TokenInfo, Depends(require("actors:write"))]
 Body = Annotated[JsonValue, Depends(json_body)]
+ActorId = Annotated[str, Path(description="An actor id.", json_schema_extra={"pattern": PRINCIPAL})]
+_NOT_FOUND = {404: "`not_found`: no such actor."}
+_KEY = {422: "`invalid_public_key`: not a canonical Ed25519 key, or a small-order one."}
 
 
-@router.get("/v1/actors")
+@router.get("/v1/actors", **answers(Actors))
 def list_actors(context: Context, _token: Reader) -> JSONResponse:
     """Every actor with its roles and active key."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
@@ -35,14 +40,20 @@ def list_actors(context: Context, _token: Reader) -> JSONResponse:
     return JSONResponse({"actors": [a.to_json() for a in found]})
 
 
-@router.get("/v1/actors/{actor_id}")
-def get_actor(actor_id: str, context: Context, _token: Reader) -> JSONResponse:
+@router.get("/v1/actors/{actor_id}", **answers(Actor, 404, why=_NOT_FOUND))
+def get_actor(actor_id: ActorId, context: Context, _token: Reader) -> JSONResponse:
     """One actor."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         return JSONResponse(actors.get_actor(conn, actor_id).to_json())
 
 
-@router.post("/v1/actors", status_code=201, openapi_extra=schemas.ACTOR)
+@router.post(
+    "/v1/actors",
+    openapi_extra=schemas.ACTOR,
+    **answers(
+        Actor, 409, 422, status=201, why={409: "`duplicate`: the id or key is taken.", **_KEY}
+    ),
+)
 def add_actor(body: Body, context: Context, _token: Writer) -> JSONResponse:
     """Register an actor with its first key (checked: canonical, not small-order)."""
     request = fields(body, {"id", "public_key", "roles"})
@@ -53,8 +64,14 @@ def add_actor(body: Body, context: Context, _token: Writer) -> JSONResponse:
     return JSONResponse(record.to_json(), status_code=201)
 
 
-@router.post("/v1/actors/{actor_id}/keys", openapi_extra=schemas.KEY)
-def rotate_key(actor_id: str, body: Body, context: Context, _token: Writer) -> JSONResponse:
+@router.post(
+    "/v1/actors/{actor_id}/keys",
+    openapi_extra=schemas.KEY,
+    **answers(
+        Actor, 404, 409, 422, why={**_NOT_FOUND, 409: "`duplicate`: the key is taken.", **_KEY}
+    ),
+)
+def rotate_key(actor_id: ActorId, body: Body, context: Context, _token: Writer) -> JSONResponse:
     """Give the actor a new key; the old one is retired and still verifies its events."""
     request = fields(body, {"public_key"})
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
@@ -62,8 +79,12 @@ def rotate_key(actor_id: str, body: Body, context: Context, _token: Writer) -> J
     return JSONResponse(record.to_json())
 
 
-@router.post("/v1/actors/{actor_id}/roles", openapi_extra=schemas.ROLES)
-def set_roles(actor_id: str, body: Body, context: Context, _token: Writer) -> JSONResponse:
+@router.post(
+    "/v1/actors/{actor_id}/roles",
+    openapi_extra=schemas.ROLES,
+    **answers(Actor, 404, why=_NOT_FOUND),
+)
+def set_roles(actor_id: ActorId, body: Body, context: Context, _token: Writer) -> JSONResponse:
     """Replace the actor's roles."""
     request = fields(body, {"roles"})
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
@@ -71,15 +92,15 @@ def set_roles(actor_id: str, body: Body, context: Context, _token: Writer) -> JS
     return JSONResponse(record.to_json())
 
 
-@router.post("/v1/actors/{actor_id}/disable")
-def disable(actor_id: str, context: Context, _token: Writer) -> JSONResponse:
+@router.post("/v1/actors/{actor_id}/disable", **answers(Actor, 404, why=_NOT_FOUND))
+def disable(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
     """Disable the actor: its key signs nothing new; its history stays verifiable."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         return JSONResponse(actors.set_disabled(conn, actor_id, True).to_json())
 
 
-@router.post("/v1/actors/{actor_id}/enable")
-def enable(actor_id: str, context: Context, _token: Writer) -> JSONResponse:
+@router.post("/v1/actors/{actor_id}/enable", **answers(Actor, 404, why=_NOT_FOUND))
+def enable(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
     """Enable a disabled actor again."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         return JSONResponse(actors.set_disabled(conn, actor_id, False).to_json())

@@ -12,11 +12,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
+from charter.api.automation_models import (
+    Automation,
+    AutomationDetail,
+    AutomationPage,
+    NewWebhook,
+    Plan,
+    Run,
+    Schedule,
+    Schedules,
+    Webhook,
+    Webhooks,
+)
 from charter.api.bodies import fields, json_body
+from charter.api.contract import UUID, answers
 from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
@@ -41,8 +54,26 @@ async def _optional_body(request: Request) -> JsonValue:
 
 
 OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
-Cursor = Annotated[str | None, Query(description="`next_cursor` of the previous page.")]
-Limit = Annotated[int, Query(description="Items per page (1 to 500).")]
+Cursor = Annotated[
+    str | None,
+    Query(
+        description="`next_cursor` of the previous page (empty: the first page).",
+        json_schema_extra={"pattern": "^[A-Za-z0-9_-]*$"},
+    ),
+]
+Limit = Annotated[
+    int,
+    Query(
+        description=f"Items per page (1 to {control.MAX_PAGE}).",
+        json_schema_extra={"minimum": 1, "maximum": control.MAX_PAGE},
+    ),
+]
+AutomationId = Annotated[
+    str, Path(description="An automation's id.", json_schema_extra={"pattern": UUID})
+]
+TriggerId = Annotated[str, Path(description="A trigger's id.", json_schema_extra={"pattern": UUID})]
+_MISSING = {404: "`not_found`: no such automation of the token's principal."}
+_TRIGGER_MISSING = {404: "`not_found`: no such automation or trigger of the principal's."}
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": control.MAX_NAME}
 _TARGET = {"type": "string", "pattern": f"^{control.TARGET.pattern}$"}
@@ -62,6 +93,7 @@ def _object(properties: dict[str, Any], required: list[str] | None = None) -> di
 CREATE = request_body(
     _object({"name": _NAME, "target": _TARGET, "enabled": {"type": "boolean"}}, ["name", "target"]),
     "A new automation: its name and the machine target that runs it.",
+    {"name": "nightly report", "target": "reports"},
 )
 UPDATE = request_body(
     _object({"name": _NAME, "target": _TARGET, "enabled": {"type": "boolean"}}),
@@ -74,6 +106,7 @@ SCHEDULE = request_body(
         ["cron", "timezone"],
     ),
     "A cron expression in an IANA time zone and an optional budget of occurrences.",
+    {"cron": "0 9 * * 1-5", "timezone": "Europe/Paris"},
 )
 SCHEDULE_UPDATE = request_body(
     _object(
@@ -91,6 +124,7 @@ WEBHOOK = request_body(
     _object({"source": _NAME, "event": _NULLABLE_TEXT, "secret": _SECRET}, ["source"]),
     "A webhook source, an optional event (null: every event) and an optional secret; "
     "without one a secret is generated and returned once.",
+    {"source": "shop", "event": "order.paid"},
 )
 WEBHOOK_UPDATE = request_body(
     _object(
@@ -121,8 +155,27 @@ PLAN = request_body(
         ["version", "steps"],
     ),
     "A version 1 plan: one or more tool-action steps with unique ids.",
+    {
+        "version": 1,
+        "steps": [
+            {"id": "fetch", "actionId": "http.request", "input": {"url": "https://example.com"}}
+        ],
+    },
 )
-TRIGGER = request_body(_object({"input": {}}), "The run's input (any JSON; {} when absent).")
+TRIGGER = request_body(
+    _object({"input": {}}), "The run's input (any JSON; {} when absent).", {"input": {"n": 1}}
+)
+
+
+_INVALID_AUTOMATION = {
+    409: "`duplicate`: the principal has an automation of that name.",
+    422: "`invalid_automation`: a bad name, target or enabled flag.",
+}
+_INVALID_SCHEDULE = {422: "`invalid_schedule`: a bad cron, time zone or budget."}
+_INVALID_WEBHOOK = {
+    409: "`duplicate`: the automation has a trigger for that source and event.",
+    422: "`invalid_webhook`: a bad source, event or secret.",
+}
 
 
 def _control(conn: control.Conn, token: TokenInfo, context: Services) -> Control:
@@ -136,7 +189,11 @@ def _gone() -> Response:
 # --- automations ------------------------------------------------------------------------
 
 
-@router.post("/v1/automations", status_code=201, openapi_extra=CREATE)
+@router.post(
+    "/v1/automations",
+    openapi_extra=CREATE,
+    **answers(Automation, 409, 422, status=201, why=_INVALID_AUTOMATION),
+)
 def create_automation(context: Context, token: Writer, body: Body) -> JSONResponse:
     """Create an automation owned by the token's principal."""
     request = fields(body, {"name", "target"}, {"enabled"})
@@ -151,7 +208,7 @@ def create_automation(context: Context, token: Writer, body: Body) -> JSONRespon
     return JSONResponse(record.to_json(), status_code=201)
 
 
-@router.get("/v1/automations")
+@router.get("/v1/automations", **answers(AutomationPage))
 def list_automations(
     context: Context, token: Reader, cursor: Cursor = None, limit: Limit = control.DEFAULT_PAGE
 ) -> JSONResponse:
@@ -163,8 +220,8 @@ def list_automations(
     return JSONResponse({"items": [a.to_json() for a in found], "next_cursor": following})
 
 
-@router.get("/v1/automations/{automation_id}")
-def show_automation(automation_id: str, context: Context, token: Reader) -> JSONResponse:
+@router.get("/v1/automations/{automation_id}", **answers(AutomationDetail, 404, why=_MISSING))
+def show_automation(automation_id: AutomationId, context: Context, token: Reader) -> JSONResponse:
     """An automation with its schedule and webhook triggers (no secrets) and its plan."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         store = _control(conn, token, context)
@@ -178,9 +235,13 @@ def show_automation(automation_id: str, context: Context, token: Reader) -> JSON
     return JSONResponse(detail)
 
 
-@router.patch("/v1/automations/{automation_id}", openapi_extra=UPDATE)
+@router.patch(
+    "/v1/automations/{automation_id}",
+    openapi_extra=UPDATE,
+    **answers(Automation, 404, 409, 422, why={**_MISSING, **_INVALID_AUTOMATION}),
+)
 def update_automation(
-    automation_id: str, context: Context, token: Writer, body: Body
+    automation_id: AutomationId, context: Context, token: Writer, body: Body
 ) -> JSONResponse:
     """Change an automation's name, target or enabled flag."""
     changes = control.automation_changes(fields(body, set(), {"name", "target", "enabled"}))
@@ -189,24 +250,24 @@ def update_automation(
     return JSONResponse(record.to_json())
 
 
-@router.delete("/v1/automations/{automation_id}", status_code=204)
-def delete_automation(automation_id: str, context: Context, token: Writer) -> Response:
+@router.delete("/v1/automations/{automation_id}", **answers(None, 404, status=204, why=_MISSING))
+def delete_automation(automation_id: AutomationId, context: Context, token: Writer) -> Response:
     """Delete an automation with its triggers and plan; its runs stay as history."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         _control(conn, token, context).delete_automation(automation_id)
     return _gone()
 
 
-@router.post("/v1/automations/{automation_id}/pause")
-def pause(automation_id: str, context: Context, token: Writer) -> JSONResponse:
+@router.post("/v1/automations/{automation_id}/pause", **answers(Automation, 404, why=_MISSING))
+def pause(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
     """Pause: no trigger admits a run until it is resumed."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).set_enabled(automation_id, False)
     return JSONResponse(record.to_json())
 
 
-@router.post("/v1/automations/{automation_id}/resume")
-def resume(automation_id: str, context: Context, token: Writer) -> JSONResponse:
+@router.post("/v1/automations/{automation_id}/resume", **answers(Automation, 404, why=_MISSING))
+def resume(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
     """Resume a paused automation."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).set_enabled(automation_id, True)
@@ -216,16 +277,22 @@ def resume(automation_id: str, context: Context, token: Writer) -> JSONResponse:
 # --- schedule triggers ------------------------------------------------------------------
 
 
-@router.get("/v1/automations/{automation_id}/schedules")
-def list_schedules(automation_id: str, context: Context, token: Reader) -> JSONResponse:
+@router.get("/v1/automations/{automation_id}/schedules", **answers(Schedules, 404, why=_MISSING))
+def list_schedules(automation_id: AutomationId, context: Context, token: Reader) -> JSONResponse:
     """The automation's schedule triggers."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = _control(conn, token, context).schedules(automation_id)
     return JSONResponse({"items": [s.to_json() for s in found]})
 
 
-@router.post("/v1/automations/{automation_id}/schedules", status_code=201, openapi_extra=SCHEDULE)
-def add_schedule(automation_id: str, context: Context, token: Writer, body: Body) -> JSONResponse:
+@router.post(
+    "/v1/automations/{automation_id}/schedules",
+    openapi_extra=SCHEDULE,
+    **answers(Schedule, 404, 422, status=201, why={**_MISSING, **_INVALID_SCHEDULE}),
+)
+def add_schedule(
+    automation_id: AutomationId, context: Context, token: Writer, body: Body
+) -> JSONResponse:
     """Add a schedule trigger; its next run is the next occurrence after now."""
     changes = control.schedule_changes(fields(body, {"cron", "timezone"}, {"maxOccurrences"}))
     assert isinstance(changes.cron, str)
@@ -239,10 +306,12 @@ def add_schedule(automation_id: str, context: Context, token: Writer, body: Body
 
 
 @router.patch(
-    "/v1/automations/{automation_id}/schedules/{trigger_id}", openapi_extra=SCHEDULE_UPDATE
+    "/v1/automations/{automation_id}/schedules/{trigger_id}",
+    openapi_extra=SCHEDULE_UPDATE,
+    **answers(Schedule, 404, 422, why={**_TRIGGER_MISSING, **_INVALID_SCHEDULE}),
 )
 def update_schedule(
-    automation_id: str, trigger_id: str, context: Context, token: Writer, body: Body
+    automation_id: AutomationId, trigger_id: TriggerId, context: Context, token: Writer, body: Body
 ) -> JSONResponse:
     """Change a schedule trigger (`maxOccurrences: null` makes it unbounded)."""
     changes = control.schedule_changes(
@@ -253,9 +322,12 @@ def update_schedule(
     return JSONResponse(record.to_json())
 
 
-@router.delete("/v1/automations/{automation_id}/schedules/{trigger_id}", status_code=204)
+@router.delete(
+    "/v1/automations/{automation_id}/schedules/{trigger_id}",
+    **answers(None, 404, status=204, why=_TRIGGER_MISSING),
+)
 def delete_schedule(
-    automation_id: str, trigger_id: str, context: Context, token: Writer
+    automation_id: AutomationId, trigger_id: TriggerId, context: Context, token: Writer
 ) -> Response:
     """Remove a schedule trigger."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
@@ -266,16 +338,22 @@ def delete_schedule(
 # --- webhook triggers -------------------------------------------------------------------
 
 
-@router.get("/v1/automations/{automation_id}/webhooks")
-def list_webhooks(automation_id: str, context: Context, token: Reader) -> JSONResponse:
+@router.get("/v1/automations/{automation_id}/webhooks", **answers(Webhooks, 404, why=_MISSING))
+def list_webhooks(automation_id: AutomationId, context: Context, token: Reader) -> JSONResponse:
     """The automation's webhook triggers, never with their secrets."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = _control(conn, token, context).webhooks(automation_id)
     return JSONResponse({"items": [w.to_json() for w in found]})
 
 
-@router.post("/v1/automations/{automation_id}/webhooks", status_code=201, openapi_extra=WEBHOOK)
-def add_webhook(automation_id: str, context: Context, token: Writer, body: Body) -> JSONResponse:
+@router.post(
+    "/v1/automations/{automation_id}/webhooks",
+    openapi_extra=WEBHOOK,
+    **answers(NewWebhook, 404, 409, 422, status=201, why={**_MISSING, **_INVALID_WEBHOOK}),
+)
+def add_webhook(
+    automation_id: AutomationId, context: Context, token: Writer, body: Body
+) -> JSONResponse:
     """Add a webhook trigger. Its secret (the one given or a generated one) is in this
     response and in no other."""
     changes = control.webhook_changes(fields(body, {"source"}, {"event", "secret"}))
@@ -290,9 +368,13 @@ def add_webhook(automation_id: str, context: Context, token: Writer, body: Body)
     return JSONResponse({**record.to_json(), "secret": secret}, status_code=201)
 
 
-@router.patch("/v1/automations/{automation_id}/webhooks/{trigger_id}", openapi_extra=WEBHOOK_UPDATE)
+@router.patch(
+    "/v1/automations/{automation_id}/webhooks/{trigger_id}",
+    openapi_extra=WEBHOOK_UPDATE,
+    **answers(Webhook, 404, 409, 422, why={**_TRIGGER_MISSING, **_INVALID_WEBHOOK}),
+)
 def update_webhook(
-    automation_id: str, trigger_id: str, context: Context, token: Writer, body: Body
+    automation_id: AutomationId, trigger_id: TriggerId, context: Context, token: Writer, body: Body
 ) -> JSONResponse:
     """Change a webhook trigger; a `secret` rotates it and is not returned."""
     changes = control.webhook_changes(fields(body, set(), {"source", "event", "enabled", "secret"}))
@@ -301,9 +383,12 @@ def update_webhook(
     return JSONResponse(record.to_json())
 
 
-@router.delete("/v1/automations/{automation_id}/webhooks/{trigger_id}", status_code=204)
+@router.delete(
+    "/v1/automations/{automation_id}/webhooks/{trigger_id}",
+    **answers(None, 404, status=204, why=_TRIGGER_MISSING),
+)
 def delete_webhook(
-    automation_id: str, trigger_id: str, context: Context, token: Writer
+    automation_id: AutomationId, trigger_id: TriggerId, context: Context, token: Writer
 ) -> Response:
     """Remove a webhook trigger."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
@@ -314,8 +399,14 @@ def delete_webhook(
 # --- the plan ---------------------------------------------------------------------------
 
 
-@router.put("/v1/automations/{automation_id}/plan", openapi_extra=PLAN)
-def put_plan(automation_id: str, context: Context, token: Writer, body: Body) -> JSONResponse:
+@router.put(
+    "/v1/automations/{automation_id}/plan",
+    openapi_extra=PLAN,
+    **answers(Plan, 404, 422, why={**_MISSING, 422: "`invalid_plan` with every problem."}),
+)
+def put_plan(
+    automation_id: AutomationId, context: Context, token: Writer, body: Body
+) -> JSONResponse:
     """Set the automation's plan (replacing any). Runs already admitted keep theirs."""
     # version and steps are checked by parse_plan, which names every problem (422).
     document = control.plan_document(
@@ -326,16 +417,21 @@ def put_plan(automation_id: str, context: Context, token: Writer, body: Body) ->
     return JSONResponse(record.to_json())
 
 
-@router.get("/v1/automations/{automation_id}/plan")
-def show_plan(automation_id: str, context: Context, token: Reader) -> JSONResponse:
+@router.get(
+    "/v1/automations/{automation_id}/plan",
+    **answers(Plan, 404, why={404: "`not_found`: no such automation, or it has no plan."}),
+)
+def show_plan(automation_id: AutomationId, context: Context, token: Reader) -> JSONResponse:
     """The automation's plan (404 when it has none)."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         record = _control(conn, token, context).plan(automation_id)
     return JSONResponse(record.to_json())
 
 
-@router.delete("/v1/automations/{automation_id}/plan", status_code=204)
-def delete_plan(automation_id: str, context: Context, token: Writer) -> Response:
+@router.delete(
+    "/v1/automations/{automation_id}/plan", **answers(None, 404, status=204, why=_MISSING)
+)
+def delete_plan(automation_id: AutomationId, context: Context, token: Writer) -> Response:
     """Remove the automation's plan; it admits no runs until it has one again."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         _control(conn, token, context).delete_plan(automation_id)
@@ -345,9 +441,17 @@ def delete_plan(automation_id: str, context: Context, token: Writer) -> Response
 # --- manual runs ------------------------------------------------------------------------
 
 
-@router.post("/v1/automations/{automation_id}/runs", status_code=201, openapi_extra=TRIGGER)
+@router.post(
+    "/v1/automations/{automation_id}/runs",
+    openapi_extra=TRIGGER,
+    **answers(
+        Run, 404, 409,
+        status=201,
+        why={**_MISSING, 409: "`automation_paused` or `no_plan`: nothing to run."},
+    ),
+)  # fmt: skip
 def trigger(
-    automation_id: str, context: Context, token: Executor, body: OptionalBody
+    automation_id: AutomationId, context: Context, token: Executor, body: OptionalBody
 ) -> JSONResponse:
     """Admit a pending manual run with a snapshot of the current plan (409 when the
     automation is paused or has no plan)."""

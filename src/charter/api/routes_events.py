@@ -13,7 +13,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from charter.api import schemas
+from charter.api.contract import answers
 from charter.api.ingest import PATH, submit
+from charter.api.models import Accepted
 from charter.api.state import Services, services
 
 router = APIRouter(tags=["events"])
@@ -26,10 +28,24 @@ async def _submission_body(request: Request) -> bytes:
 
 @router.post(
     PATH,
-    status_code=201,
     openapi_extra=schemas.SUBMISSION,
-    responses={201: {"description": '`{"hash", "seq", "process"}`'}},
-)
+    **answers(
+        Accepted, 401, 403, 404, 409, 422,
+        status=201,
+        description="Appended: the event's hash and seq and the process after it.",
+        bearer=False,
+        why={
+            400: "`malformed`: not strict I-JSON, or not a v1 submission.",
+            401: "`bad_signature`: the signature does not verify the envelope.",
+            403: "`unknown_actor`, `forbidden_role` or `reserved_field`.",
+            404: "`unknown_process`, `unknown_workflow` or `unknown_action`.",
+            409: "`stale_prev` (with the current `head`: re-read and sign again) or "
+            "`duplicate`.",
+            422: "`wrong_state`, `condition_failed`, `invalid_input`, `workflow_mismatch`, "
+            "`clock_skew` or `not_due`.",
+        },
+    ),
+)  # fmt: skip
 def submit_event(
     body: Annotated[bytes, Depends(_submission_body)],
     context: Annotated[Services, Depends(services)],

@@ -24,12 +24,15 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import psycopg
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from charter.api.auth import require
+from charter.api.automation_models import Claim, Lease, Machine, Machines, RunAnswer, StepAnswer
 from charter.api.bodies import fields, json_body, text
+from charter.api.contract import NAME, PRINCIPAL, UUID, answers
+from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
 from charter.automations import leases
@@ -62,11 +65,73 @@ _JTI_MEMORY = timedelta(seconds=3 * IAT_WINDOW_SECONDS)
 MAX_WAIT_SECONDS = 30.0  # a long-poll claim's longest wait (proxies cut idle requests)
 Conn = psycopg.Connection[tuple[Any, ...]]
 
+MachineId = Annotated[str, Path(description="A machine's id.", json_schema_extra={"pattern": NAME})]
+RunId = Annotated[str, Path(description="A run's id.", json_schema_extra={"pattern": UUID})]
+StepId = Annotated[str, Path(description="A plan step's id.", json_schema_extra={"pattern": NAME})]
+_NO_MACHINE = {404: "`not_found`: no such machine of the token's principal."}
+# A machine request's answers: 401 `invalid_dpop` for a missing, malformed, replayed or
+# unregistered proof; 404 for a run not leased to this machine or a step not in its plan;
+# 409 for a lease that is not current or a step out of order.
+_MACHINE_WHY = {
+    401: "`invalid_dpop`: the DPoP proof is missing, invalid, replayed or not a registered, "
+    "enabled machine's.",
+    404: "`not_found` or `unknown_step`: no such run of this machine's, or step of its plan.",
+    409: "`lease_lost`, `step_completed`, `step_not_started`, `step_out_of_order`, "
+    "`run_incomplete` or `run_finished`.",
+}
+_LEASE = {
+    "type": "number",
+    "minimum": leases.MIN_LEASE_SECONDS,
+    "maximum": leases.MAX_LEASE_SECONDS,
+    "description": f"Default {leases.DEFAULT_LEASE_SECONDS:g}.",
+}
+_TOKEN = {"type": "string", "pattern": UUID, "description": "The lease token of the claim."}
+
+
+def _machine_call(
+    properties: dict[str, Any], required: list[str], description: str
+) -> dict[str, Any]:
+    """`openapi_extra` of a DPoP-authenticated call with a JSON object body."""
+    schema = {
+        "type": "object",
+        "required": required,
+        "additionalProperties": False,
+        "properties": properties,
+    }
+    return {"security": [{"DPoP": []}], **request_body(schema, description)}
+
+
+def _dpop(*statuses: int) -> dict[int, str]:
+    return {status: _MACHINE_WHY[status] for status in statuses}
+
 
 # --- registration (bearer) -------------------------------------------------------------
 
 
-@router.post("/v1/machines", status_code=201)
+@router.post(
+    "/v1/machines",
+    openapi_extra=request_body(
+        {
+            "type": "object",
+            "required": ["target", "public_jwk"],
+            "additionalProperties": False,
+            "properties": {
+                "target": {"type": "string", "pattern": NAME},
+                "public_jwk": {"type": "object", "description": "An OKP Ed25519 public JWK."},
+                "id": {"type": "string", "pattern": NAME},
+                "principal": {"type": "string", "pattern": PRINCIPAL},
+            },
+        },
+        "A machine: its target, its public key, and optionally its id and (for a `*` "
+        "token) its principal.",
+    ),
+    **answers(
+        Machine, 409, 422,
+        status=201,
+        why={409: "`duplicate`: the id or the key is registered already.",
+             422: "The public JWK is not an Ed25519 public key."},
+    ),
+)  # fmt: skip
 def register_machine(context: Context, token: Writer, body: Body) -> JSONResponse:
     """Register a machine: `{"target", "public_jwk", "id"?, "principal"?}` → 201.
 
@@ -93,7 +158,7 @@ def register_machine(context: Context, token: Writer, body: Body) -> JSONRespons
     return JSONResponse(machine.to_json(), status_code=201)
 
 
-@router.get("/v1/machines")
+@router.get("/v1/machines", **answers(Machines))
 def list_machines(context: Context, token: Reader) -> JSONResponse:
     """The token principal's machines (every machine for a `*` token), each with
     `last_seen_at` and `runs_in_progress`; `can_change` says whether this token may
@@ -108,14 +173,14 @@ def list_machines(context: Context, token: Reader) -> JSONResponse:
     )
 
 
-@router.post("/v1/machines/{machine_id}/disable")
-def disable_machine(machine_id: str, context: Context, token: Writer) -> JSONResponse:
+@router.post("/v1/machines/{machine_id}/disable", **answers(Machine, 404, why=_NO_MACHINE))
+def disable_machine(machine_id: MachineId, context: Context, token: Writer) -> JSONResponse:
     """Disable a machine: its DPoP proofs are refused from now on."""
     return _set_disabled(context, token, machine_id, disabled=True)
 
 
-@router.post("/v1/machines/{machine_id}/enable")
-def enable_machine(machine_id: str, context: Context, token: Writer) -> JSONResponse:
+@router.post("/v1/machines/{machine_id}/enable", **answers(Machine, 404, why=_NO_MACHINE))
+def enable_machine(machine_id: MachineId, context: Context, token: Writer) -> JSONResponse:
     """Enable a disabled machine again."""
     return _set_disabled(context, token, machine_id, disabled=False)
 
@@ -205,7 +270,21 @@ OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
 # --- the machine API (DPoP) ------------------------------------------------------------
 
 
-@router.post("/v1/machine/runs/claim", responses={204: {"description": "no run to claim"}})
+@router.post(
+    "/v1/machine/runs/claim",
+    openapi_extra=_machine_call(
+        {"lease_seconds": _LEASE,
+         "wait": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS}},
+        [],
+        "Optional (an empty body is `{}`): the lease to take and how long to wait for a run.",
+    ),
+    **answers(
+        Claim, 401,
+        bearer=False,
+        why=_dpop(401),
+        also={204: {"description": "No run to claim (after `wait` seconds)."}},
+    ),
+)  # fmt: skip
 async def claim(request: Request, proof: Proof, context: Context, body: OptionalBody) -> Response:
     """Claim the oldest claimable run of the machine's target: 200 `{"run", "lease",
     "journal"}` (the plan snapshot, the lease token and expiry, the journal so far), or
@@ -280,8 +359,14 @@ def _claim_again(
         )
 
 
-@router.post("/v1/machine/runs/{run_id}/lease")
-def renew(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+@router.post(
+    "/v1/machine/runs/{run_id}/lease",
+    openapi_extra=_machine_call(
+        {"token": _TOKEN, "lease_seconds": _LEASE}, ["token"], "The lease to renew."
+    ),
+    **answers(Lease, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
+)
+def renew(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Renew the lease `{"token", "lease_seconds"?}` → `{"token", "expires_at"}`; 409
     `lease_lost` when the lease expired or another machine holds the run."""
     request = fields(body, {"token"}, {"lease_seconds"})
@@ -297,9 +382,13 @@ def renew(run_id: str, proof: Proof, context: Context, body: Body) -> JSONRespon
     return JSONResponse(lease.to_json())
 
 
-@router.post("/v1/machine/runs/{run_id}/steps/{step_id}/start")
+@router.post(
+    "/v1/machine/runs/{run_id}/steps/{step_id}/start",
+    openapi_extra=_machine_call({"token": _TOKEN}, ["token"], "The current lease."),
+    **answers(StepAnswer, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
+)
 def start_step(
-    run_id: str, step_id: str, proof: Proof, context: Context, body: Body
+    run_id: RunId, step_id: StepId, proof: Proof, context: Context, body: Body
 ) -> JSONResponse:
     """Journal the step `running` before its action is invoked; answers the journal row
     with the step's stable `idempotency_key`. 409 when the lease is not current, the
@@ -317,9 +406,19 @@ def start_step(
     return JSONResponse({"step": step.to_json()})
 
 
-@router.post("/v1/machine/runs/{run_id}/steps/{step_id}/complete")
+@router.post(
+    "/v1/machine/runs/{run_id}/steps/{step_id}/complete",
+    openapi_extra=_machine_call(
+        {"token": _TOKEN, "output": {}, "next": {"type": "string", "pattern": NAME},
+         "lease_seconds": _LEASE},
+        ["token", "output"],
+        "The step's output; `next` starts the following step, `lease_seconds` (with "
+        "`next` only) renews the lease.",
+    ),
+    **answers(StepAnswer, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
+)  # fmt: skip
 def complete_step(
-    run_id: str, step_id: str, proof: Proof, context: Context, body: Body
+    run_id: RunId, step_id: StepId, proof: Proof, context: Context, body: Body
 ) -> JSONResponse:
     """Journal a running step's `output` under the current lease. With `"next"` (the
     following step's id) that step is journalled running in the same transaction and
@@ -352,8 +451,19 @@ def complete_step(
     return JSONResponse(answer)
 
 
-@router.post("/v1/machine/runs/{run_id}/complete")
-def complete_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+@router.post(
+    "/v1/machine/runs/{run_id}/complete",
+    openapi_extra=_machine_call(
+        {"token": _TOKEN, "output": {}, "step": {"type": "string", "pattern": NAME},
+         "claim": {"type": ["object", "null"], "additionalProperties": False,
+                   "properties": {"lease_seconds": _LEASE}}},
+        ["token", "output"],
+        "The run's output; `step` journals that running step first; `claim` claims the "
+        "next run in the same transaction.",
+    ),
+    **answers(RunAnswer, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
+)  # fmt: skip
+def complete_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Complete the run `{"token", "output"}` once every plan step is completed.
 
     `"step"` (a running step's id) journals that step's output (the same `output`)
@@ -377,8 +487,14 @@ def complete_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSO
     return JSONResponse(answer)
 
 
-@router.post("/v1/machine/runs/{run_id}/fail")
-def fail_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+@router.post(
+    "/v1/machine/runs/{run_id}/fail",
+    openapi_extra=_machine_call(
+        {"token": _TOKEN, "error": {"type": "string"}}, ["token", "error"], "Why it failed."
+    ),
+    **answers(RunAnswer, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
+)
+def fail_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Fail the run for good `{"token", "error"}` (a deterministic error)."""
     request = fields(body, {"token", "error"})
     ended: leases.EndedSteps = []
@@ -396,8 +512,17 @@ def fail_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONRes
     return JSONResponse({"run": run.to_json()})
 
 
-@router.post("/v1/machine/runs/{run_id}/release")
-def release_run(run_id: str, proof: Proof, context: Context, body: Body) -> JSONResponse:
+@router.post(
+    "/v1/machine/runs/{run_id}/release",
+    openapi_extra=_machine_call(
+        {"token": _TOKEN, "error": {"type": "string"},
+         "retry_at": {"type": ["string", "null"], "format": "date-time"}},
+        ["token", "error"],
+        "Why it is released, and when it may be claimed again.",
+    ),
+    **answers(RunAnswer, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
+)  # fmt: skip
+def release_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Release the run after a transient failure `{"token", "error", "retry_at"?}`: back
     to pending, claimable at `retry_at` bounded to [now, now + 1 h] (default now + 5 s);
     completed step outputs stay."""

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
+from charter.api.contract import NAME, errors
 from charter.api.operator_models import ProcessPage, QueuePage, ScheduledPage, Stats
 from charter.api.state import Services, services
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
@@ -26,23 +27,40 @@ WorkflowQuery = Annotated[
     str | None,
     Query(description="A workflow path, or a path prefix ending with `*` (`billing/*`)."),
 ]
-CursorQuery = Annotated[str | None, Query(description="`next_cursor` of the previous page.")]
+CursorQuery = Annotated[
+    str | None,
+    Query(
+        description="`next_cursor` of the previous page (else 400 `invalid_cursor`).",
+        json_schema_extra={"pattern": "^[A-Za-z0-9_-]+$"},
+    ),
+]
 LimitQuery = Annotated[
     int,
-    Query(description=f"Rows per page, 1 to {paging.MAX_LIMIT} (else 400 `invalid_limit`)."),
+    Query(
+        description=f"Rows per page, 1 to {paging.MAX_LIMIT} (else 400 `invalid_limit`).",
+        json_schema_extra={"minimum": 1, "maximum": paging.MAX_LIMIT},
+    ),
 ]
+TimeQuery = Annotated[
+    str | None,
+    Query(description="RFC 3339; exclusive.", json_schema_extra={"format": "date-time"}),
+]
+_ERRORS = errors(why={400: "`invalid_limit`, `invalid_cursor`, `invalid_filter` or `malformed`."})
 
 
-@router.get("/v1/processes", response_model=ProcessPage)
+@router.get("/v1/processes", response_model=ProcessPage, responses=_ERRORS)
 def list_processes(
     context: Context,
     _token: Reader,
     workflow: WorkflowQuery = None,
     state: Annotated[str | None, Query(description="Only processes in this state.")] = None,
     parent: Annotated[str | None, Query(description="Only children of this process.")] = None,
-    updated_after: Annotated[str | None, Query(description="RFC 3339; exclusive.")] = None,
-    updated_before: Annotated[str | None, Query(description="RFC 3339; exclusive.")] = None,
-    q: Annotated[str | None, Query(description="The start of a process id.")] = None,
+    updated_after: TimeQuery = None,
+    updated_before: TimeQuery = None,
+    q: Annotated[
+        str | None,
+        Query(description="The start of a process id.", json_schema_extra={"pattern": NAME}),
+    ] = None,
     cursor: CursorQuery = None,
     limit: LimitQuery = paging.DEFAULT_LIMIT,
 ) -> JSONResponse:
@@ -61,7 +79,7 @@ def list_processes(
     return JSONResponse(page.to_json("processes"))
 
 
-@router.get("/v1/stats", response_model=Stats)
+@router.get("/v1/stats", response_model=Stats, responses=_ERRORS)
 def stats(context: Context, token: Reader) -> JSONResponse:
     """Counts for an overview: processes by workflow and state, timers due within the
     hour, the queue by status, failed work, runs by status, machines seen recently."""
@@ -99,11 +117,17 @@ def _work_filter(
     )
 
 
-DueQuery = Annotated[str | None, Query(description="RFC 3339: only work due before this.")]
+DueQuery = Annotated[
+    str | None,
+    Query(
+        description="RFC 3339: only work due before this.",
+        json_schema_extra={"format": "date-time"},
+    ),
+]
 ProcessQuery = Annotated[str | None, Query(description="Only this process's work.")]
 
 
-@router.get("/v1/automation/scheduled", response_model=ScheduledPage)
+@router.get("/v1/automation/scheduled", response_model=ScheduledPage, responses=_ERRORS)
 def scheduled(
     context: Context,
     _token: Reader,
@@ -128,7 +152,7 @@ def scheduled(
     return JSONResponse(page.to_json("scheduled"))
 
 
-@router.get("/v1/automation/queue", response_model=QueuePage)
+@router.get("/v1/automation/queue", response_model=QueuePage, responses=_ERRORS)
 def queue(
     context: Context,
     _token: Reader,

@@ -10,11 +10,13 @@ import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from charter import __version__
+from charter.api.contract import errors
 from charter.api.errors import error_body
+from charter.api.models import Health, Unhealthy
 from charter.api.request_id import request_id
 from charter.api.state import Services, services
 from charter.core.errors import CharterError
@@ -25,9 +27,18 @@ from charter.engine.metrics import REGISTRY
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["operations"])
+# /healthz is exempt from the body limit (probes must always be answered): no 413.
 
 
-@router.get("/healthz")
+@router.get(
+    "/healthz",
+    response_model=Health,
+    responses={
+        503: {"model": Unhealthy, "description": "The database does not answer, or is not "
+              "migrated: `ok` false and the error (its cause only in the log)."},
+        **{s: answer for s, answer in errors(bearer=False).items() if s not in (413, 503)},
+    },
+)  # fmt: skip
 def healthz(request: Request, context: Annotated[Services, Depends(services)]) -> JSONResponse:
     """Liveness and readiness: the database answers and is migrated."""
     try:
@@ -44,9 +55,12 @@ def healthz(request: Request, context: Annotated[Services, Depends(services)]) -
 
 @router.get(
     "/metrics",
-    response_class=PlainTextResponse,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
-                     "description": "Prometheus text exposition format 0.0.4"}},
+    response_class=Response,
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}},
+              "description": "The Prometheus text exposition format."},
+        **errors(bearer=False),
+    },
 )  # fmt: skip
 def metrics(request: Request) -> Response:
     """Prometheus text: the counters and histograms of this process (events, fires, HTTP,

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
+from charter.api.contract import NAME, answers
+from charter.api.models import (
+    Events,
+    ExportBundle,
+    ProcessAutomation,
+    ProcessWithChildren,
+    Verification,
+)
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.engine.metrics import count_verification
@@ -19,25 +27,29 @@ READ = "processes:read"
 router = APIRouter(tags=["processes"])
 Context = Annotated[Services, Depends(services)]
 Reader = Annotated[TokenInfo, Depends(require(READ))]
+ProcessId = Annotated[str, Path(description="A process id.", json_schema_extra={"pattern": NAME})]
+_UNKNOWN = {404: "`unknown_process`: no such process."}
 
 
-@router.get("/v1/processes/{process_id}")
-def get_process(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+@router.get("/v1/processes/{process_id}", **answers(ProcessWithChildren, 404, why=_UNKNOWN))
+def get_process(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """The process (state, data, head, seq, parent) and the ids of its children."""
     view = context.reads.process(process_id)
     children = [child.id for child in context.reads.children(process_id)]
     return JSONResponse({**view.to_json(), "children": children})
 
 
-@router.get("/v1/processes/{process_id}/events")
-def get_events(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+@router.get("/v1/processes/{process_id}/events", **answers(Events, 404, why=_UNKNOWN))
+def get_events(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """Every event of the process in seq order, as stored."""
     events = context.reads.events(process_id)
     return JSONResponse({"events": [event.to_json() for event in events]})
 
 
-@router.get("/v1/processes/{process_id}/verify")
-def verify(process_id: str, context: Context, _token: Reader, replay: bool = False) -> JSONResponse:
+@router.get("/v1/processes/{process_id}/verify", **answers(Verification, 404, why=_UNKNOWN))
+def verify(
+    process_id: ProcessId, context: Context, _token: Reader, replay: bool = False
+) -> JSONResponse:
     """Check the hash chain: hashes, signatures, seq, links, spawn causes, automated events'
     provenance, the stored head; `replay=true` also re-derives the state and compares."""
     report = verify_process(context.database, process_id, replay=replay)
@@ -45,14 +57,19 @@ def verify(process_id: str, context: Context, _token: Reader, replay: bool = Fal
     return JSONResponse(report.to_json())
 
 
-@router.get("/v1/processes/{process_id}/automation")
-def get_automation(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+@router.get(
+    "/v1/processes/{process_id}/automation", **answers(ProcessAutomation, 404, why=_UNKNOWN)
+)
+def get_automation(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """The process's scheduled actions and automatic-action queue rows."""
     scheduled, queue = context.reads.automation(process_id)
     return JSONResponse({"scheduled": scheduled, "queue": queue})
 
 
-@router.get("/v1/processes/{process_id}/export")
-def export(process_id: str, context: Context, _token: Reader) -> JSONResponse:
+@router.get(
+    "/v1/processes/{process_id}/export",
+    **answers(ExportBundle, 404, why=_UNKNOWN, description="The `charter-export/1` bundle (JSON)."),
+)
+def export(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """The `charter-export/1` bundle (as `charter export` prints) for offline verification."""
     return JSONResponse(export_bundle(context.database, process_id))

@@ -6,10 +6,12 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
+from charter.api.automation_models import Run, RunDetail, RunPage
+from charter.api.contract import UUID, answers
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.automations import control, ledger
@@ -21,9 +23,11 @@ router = APIRouter(tags=["runs"])
 Context = Annotated[Services, Depends(services)]
 Reader = Annotated[TokenInfo, Depends(require("runs:read"))]
 Executor = Annotated[TokenInfo, Depends(require("runs:execute"))]
+RunId = Annotated[str, Path(description="A run's id.", json_schema_extra={"pattern": UUID})]
+_MISSING = {404: "`not_found`: no such run of the token's principal."}
 
 
-@router.get("/v1/runs")
+@router.get("/v1/runs", **answers(RunPage))
 def list_runs(
     context: Context,
     token: Reader,
@@ -34,9 +38,24 @@ def list_runs(
             json_schema_extra={"enum": list(ledger.RUN_STATUSES)},
         ),
     ] = None,
-    automation_id: Annotated[str | None, Query(description="Only runs of this automation.")] = None,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page.")] = None,
-    limit: Annotated[int, Query(description="Runs per page (1 to 500).")] = control.DEFAULT_PAGE,
+    automation_id: Annotated[
+        str | None,
+        Query(description="Only runs of this automation.", json_schema_extra={"pattern": UUID}),
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            description="`next_cursor` of the previous page (empty: the first page).",
+            json_schema_extra={"pattern": "^[A-Za-z0-9_-]*$"},
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        Query(
+            description=f"Runs per page (1 to {control.MAX_PAGE}).",
+            json_schema_extra={"minimum": 1, "maximum": control.MAX_PAGE},
+        ),
+    ] = control.DEFAULT_PAGE,
 ) -> JSONResponse:
     """A page of the principal's runs, newest first: `{"items", "next_cursor"}`."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
@@ -51,8 +70,8 @@ def list_runs(
     return JSONResponse({"items": [r.to_json() for r in runs], "next_cursor": following})
 
 
-@router.get("/v1/runs/{run_id}")
-def show_run(run_id: str, context: Context, token: Reader) -> JSONResponse:
+@router.get("/v1/runs/{run_id}", **answers(RunDetail, 404, why=_MISSING))
+def show_run(run_id: RunId, context: Context, token: Reader) -> JSONResponse:
     """A run (with its immutable plan snapshot) and its step journal in plan order."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         run = ledger.get_run(conn, token.principal, run_id)
@@ -60,8 +79,11 @@ def show_run(run_id: str, context: Context, token: Reader) -> JSONResponse:
     return JSONResponse({**run.to_json(), "steps": [s.to_json() for s in steps]})
 
 
-@router.post("/v1/runs/{run_id}/cancel")
-def cancel_run(run_id: str, context: Context, token: Executor) -> JSONResponse:
+@router.post(
+    "/v1/runs/{run_id}/cancel",
+    **answers(Run, 404, 409, why={**_MISSING, 409: "`run_finished`: it has finished."}),
+)
+def cancel_run(run_id: RunId, context: Context, token: Executor) -> JSONResponse:
     """Cancel a pending or running run: it fails with `cancelled by an operator`, and a
     machine holding it is refused from its next call on (409 `run_finished` if it has
     finished already)."""
@@ -72,8 +94,19 @@ def cancel_run(run_id: str, context: Context, token: Executor) -> JSONResponse:
     return JSONResponse(run.to_json())
 
 
-@router.post("/v1/runs/{run_id}/retry", status_code=201)
-def retry_run(run_id: str, context: Context, token: Executor) -> JSONResponse:
+@router.post(
+    "/v1/runs/{run_id}/retry",
+    **answers(
+        Run, 404, 409,
+        status=201,
+        why={
+            **_MISSING,
+            409: "`run_not_failed`, or the automation is paused (`automation_paused`) or "
+            "has no plan (`no_plan`).",
+        },
+    ),
+)  # fmt: skip
+def retry_run(run_id: RunId, context: Context, token: Executor) -> JSONResponse:
     """Retry a failed run: admit a new manual run of its automation with the same input
     and the automation's current plan (409 `run_not_failed` for a run that has not
     failed; 409 when the automation is paused or has no plan). Answers the new run."""

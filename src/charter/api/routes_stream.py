@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 
 from charter.api.auth import require
+from charter.api.contract import errors
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
 from charter.core.errors import DatabaseUnavailable
 from charter.operator.hub import Hint, HintHub, Subscriber
@@ -32,7 +33,14 @@ def hub_of(request: Request) -> HintHub:
 @router.get(
     "/v1/stream",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "A stream of hints."}},
+    responses={
+        200: {
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "Server-Sent Events: `event`, `work`, `run` and `reset` messages, "
+            "each with an `id:`; a comment every 15 s keeps the connection open.",
+        },
+        **errors(why={503: "`database_unavailable`: the stream cannot listen to the database."}),
+    },
 )
 async def stream(
     request: Request,

@@ -21,12 +21,14 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from charter.api.contract import answers
+from charter.api.models import WebhookAccepted
 from charter.api.request_id import request_id
 from charter.api.state import Services, services
 from charter.automations.admission import receive_event
@@ -59,6 +61,19 @@ class EventRoute:
     target: str
 
 
+def _header(name: str, pattern: str | None, description: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "minLength": 1}
+    if pattern is not None:
+        schema["pattern"] = f"^{pattern}$"
+    return {
+        "name": name,
+        "in": "header",
+        "required": True,
+        "description": description,
+        "schema": schema,
+    }
+
+
 def event_route(request: Request) -> EventRoute:
     """The routing headers, trimmed; Malformed (400) unless both are present and valid."""
     principal = request.headers.get(PRINCIPAL_HEADER, "").strip()
@@ -76,14 +91,34 @@ def event_route(request: Request) -> EventRoute:
 
 @router.post(
     "/events",
-    status_code=202,
-    responses={
-        202: {"description": '`{"runs": [run id, ...]}`: one pending run per matching trigger'},
-        400: {"description": "routing headers missing, body not strict JSON, no source"},
-        401: {"description": "signature missing, stale or not verified; nothing created"},
-        413: {"description": "body over 2 MiB"},
+    openapi_extra={
+        "parameters": [
+            _header(PRINCIPAL_HEADER, _PRINCIPAL.pattern, "Whose automations it is for."),
+            _header(TARGET_HEADER, _TARGET.pattern, "Which target's automations it is for."),
+            _header("webhook-id", None, "Standard Webhooks: the delivery's id."),
+            _header("webhook-timestamp", r"[0-9]+", "Standard Webhooks: Unix seconds."),
+            _header("webhook-signature", None, "Standard Webhooks: `v1,<base64>` ..."),
+        ],
+        "requestBody": {
+            "required": True,
+            "description": "The delivery: any strict I-JSON; the signature covers its bytes.",
+            "content": {"application/json": {"schema": {}}},
+        },
     },
-)
+    **answers(
+        WebhookAccepted, 401,
+        status=202,
+        bearer=False,
+        description="One pending run per matching trigger (none for a replayed "
+        "`webhook-id` or an event no trigger wants).",
+        why={
+            400: "`malformed`: routing headers missing or invalid, body not strict JSON, "
+            "no source.",
+            401: "Standard Webhooks headers missing or malformed, timestamp outside ±5 "
+            "minutes, or no trigger's secret verifies the signature; nothing is created.",
+        },
+    ),
+)  # fmt: skip
 async def receive_webhook(
     request: Request, context: Annotated[Services, Depends(services)]
 ) -> JSONResponse:

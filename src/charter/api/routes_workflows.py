@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 from fastapi.responses import JSONResponse
 
 from charter.api import schemas
 from charter.api.auth import require
 from charter.api.bodies import fields, json_body, text
+from charter.api.contract import WORKFLOW_PATH, answers
+from charter.api.models import Deployed, WorkflowDetail, Workflows
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.core import ijson
@@ -27,7 +29,7 @@ router = APIRouter(tags=["workflows"])
 Context = Annotated[Services, Depends(services)]
 
 
-@router.get("/v1/workflows")
+@router.get("/v1/workflows", **answers(Workflows))
 def list_workflows(
     context: Context, _token: Annotated[TokenInfo, Depends(require("processes:read"))]
 ) -> JSONResponse:
@@ -37,9 +39,15 @@ def list_workflows(
     return JSONResponse({"workflows": [d.to_json() for d in deployments]})
 
 
-@router.get("/v1/workflows/{path:path}")
+@router.get(
+    "/v1/workflows/{path:path}",
+    **answers(WorkflowDetail, 404, why={404: "`unknown_workflow`: nothing deployed there."}),
+)
 def show_workflow(
-    path: str,
+    path: Annotated[
+        str,
+        Path(description="A workflow path.", json_schema_extra={"pattern": WORKFLOW_PATH}),
+    ],
     context: Context,
     _token: Annotated[TokenInfo, Depends(require("processes:read"))],
 ) -> JSONResponse:
@@ -60,17 +68,19 @@ def show_workflow(
 
 @router.post(
     "/v1/workflows",
-    status_code=201,
     openapi_extra=schemas.DEPLOY,
-    responses={
-        201: {
-            "description": '`{"path", "version", "revision", ..., "warnings": [{"pointer", '
-            '"message"}], "unchanged": false}`: warnings deploy, problems do not'
+    **answers(
+        Deployed, 409, 422,
+        status=201,
+        description='A new revision, `"unchanged": false`: warnings deploy, problems do not.',
+        why={
+            409: "A concurrent deploy at the same path won the revision: try again.",
+            422: "`invalid_workflow` with every problem and its JSON pointer.",
         },
-        200: {"description": 'the same body with `"unchanged": true`: nothing was deployed'},
-        422: {"description": "`invalid_workflow` with every problem and its JSON pointer"},
-    },
-)
+        also={200: {"model": Deployed, "description": 'The path runs this definition '
+                    'already: its current revision, `"unchanged": true`.'}},
+    ),
+)  # fmt: skip
 def deploy_workflow(
     body: Annotated[JsonValue, Depends(json_body)],
     context: Context,

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from charter.api.contract import NAME, PRINCIPAL, WORKFLOW_PATH
+
 _HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+# The public key of the seed 11...11: a valid Ed25519 key for the examples.
+_EXAMPLE_KEY = "d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737"
 
 
-def request_body(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    """An `openapi_extra` that documents a JSON request body."""
+def request_body(schema: dict[str, Any], description: str, example: Any = None) -> dict[str, Any]:
+    """An `openapi_extra` that documents a JSON request body (with an example body)."""
+    media: dict[str, Any] = {"schema": schema}
+    if example is not None:
+        media["example"] = example
     return {
         "requestBody": {
             "required": True,
             "description": description,
-            "content": {"application/json": {"schema": schema}},
+            "content": {"application/json": media},
         }
     }
 
@@ -34,9 +41,9 @@ SUBMISSION = request_body(
                 "additionalProperties": False,
                 "properties": {
                     "v": {"const": 1},
-                    "process": {"type": "string"},
-                    "workflow": {"type": "string"},
-                    "action": {"type": "string"},
+                    "process": {"type": "string", "pattern": NAME},
+                    "workflow": {"type": "string", "pattern": WORKFLOW_PATH},
+                    "action": {"type": "string", "pattern": NAME},
                     "input": {"type": "object"},
                     "prev": {"oneOf": [_HEX64, {"type": "null"}]},
                     "actor": _HEX64,
@@ -54,9 +61,24 @@ DEPLOY = request_body(
         "type": "object",
         "required": ["path", "definition"],
         "additionalProperties": False,
-        "properties": {"path": {"type": "string"}, "definition": {"type": "object"}},
+        "properties": {
+            "path": {"type": "string", "pattern": WORKFLOW_PATH, "maxLength": 1024},
+            "definition": {"type": "object"},
+        },
     },
     "A workflow definition (DSL v2) and the path to deploy it at.",
+    {
+        "path": "examples/approvals",
+        "definition": {
+            "dsl": 2,
+            "states": ["open", "approved"],
+            "roles": ["clerk"],
+            "actions": {
+                "create": {"type": "create", "role": "clerk", "to": "open"},
+                "approve": {"role": "clerk", "from": "open", "to": "approved"},
+            },
+        },
+    },
 )
 
 ACTOR = request_body(
@@ -65,12 +87,13 @@ ACTOR = request_body(
         "required": ["id", "public_key", "roles"],
         "additionalProperties": False,
         "properties": {
-            "id": {"type": "string"},
+            "id": {"type": "string", "pattern": PRINCIPAL},
             "public_key": _HEX64,
-            "roles": {"type": "array", "items": {"type": "string"}},
+            "roles": {"type": "array", "items": {"type": "string", "pattern": NAME}},
         },
     },
     "A new actor: its id, its Ed25519 public key and its roles.",
+    {"id": "ada", "public_key": _EXAMPLE_KEY, "roles": ["clerk"]},
 )
 
 KEY = request_body(
@@ -88,7 +111,8 @@ ROLES = request_body(
         "type": "object",
         "required": ["roles"],
         "additionalProperties": False,
-        "properties": {"roles": {"type": "array", "items": {"type": "string"}}},
+        "properties": {"roles": {"type": "array", "items": {"type": "string", "pattern": NAME}}},
     },
     "The actor's roles from now on.",
+    {"roles": ["clerk", "boss"]},
 )

@@ -1,0 +1,195 @@
+"""Response models of the engine routes (DESIGN §8), for /openapi.json.
+
+The routes answer with JSONResponse built from their records' `to_json()`; these models
+describe those answers (the contract test checks every answer against them). More keys
+may be added to any object; the ones listed here are relied on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from charter.api.contract import HEX64, NAME, TIME, WORKFLOW_PATH
+
+Json = Any  # any JSON value
+
+_TIME = Field(description=TIME)
+_EXAMPLE_HASH = "3b7f0c2e9d4a6b8c1e5f7a9d2c4e6b8a0f1d3c5e7a9b2d4f6c8e0a1b3d5f7c9e"
+
+
+class ProcessBody(BaseModel):
+    """`<process>` of DESIGN §8."""
+
+    id: str = Field(pattern=NAME, examples=["p-4f2a9c"])
+    workflow: str = Field(pattern=WORKFLOW_PATH, examples=["customer/retail/retail-customer"])
+    state: str = Field(examples=["open"])
+    data: dict[str, Json] = Field(description="The process document without `state`.")
+    head: str | None = Field(pattern=HEX64, description="Hash of the last event.")
+    seq: int = Field(ge=0)
+    parent: str | None = Field(description="The process that spawned this one.")
+    created_at: str | None = _TIME
+    updated_at: str | None = _TIME
+
+
+class Accepted(BaseModel):
+    """`POST /v1/events` → 201."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "hash": _EXAMPLE_HASH,
+                    "seq": 1,
+                    "process": {
+                        "id": "p-4f2a9c",
+                        "workflow": "customer/retail/retail-customer",
+                        "state": "open",
+                        "data": {"amount": 5},
+                        "head": _EXAMPLE_HASH,
+                        "seq": 1,
+                        "parent": None,
+                        "created_at": "2026-06-18T10:00:00.000Z",
+                        "updated_at": "2026-06-18T10:00:00.000Z",
+                    },
+                }
+            ]
+        }
+    )
+
+    hash: str = Field(pattern=HEX64, description="The new event's hash, the process head.")
+    seq: int = Field(ge=1)
+    process: ProcessBody
+
+
+class ProcessWithChildren(ProcessBody):
+    children: list[str] = Field(description="Ids of the processes it spawned.")
+
+
+class StoredEvent(BaseModel):
+    seq: int = Field(ge=1)
+    hash: str = Field(pattern=HEX64)
+    envelope: dict[str, Json] = Field(description="The signed v1 envelope (DESIGN §3).")
+    signature: str | None = Field(description="Null for a spawn genesis (it is caused).")
+    kind: Literal["action", "spawn"]
+    workflow_version: str
+    received_at: str | None = _TIME
+    actor_id: str
+    actor_roles: list[str]
+
+
+class Events(BaseModel):
+    events: list[StoredEvent] = Field(description="In `seq` order.")
+
+
+class Problem(BaseModel):
+    seq: int | None = Field(description="The event's seq; null for the process as a whole.")
+    code: str
+    message: str
+
+
+class Verification(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"ok": True, "events": 3, "problems": []},
+                {
+                    "ok": False,
+                    "events": 3,
+                    "problems": [
+                        {
+                            "seq": 2,
+                            "code": "bad_signature",
+                            "message": "the signature does not verify",
+                        }
+                    ],
+                },
+            ]
+        }
+    )
+
+    ok: bool = Field(description="True exactly when there are no problems.")
+    events: int = Field(ge=0)
+    problems: list[Problem]
+
+
+class WorkTableRow(BaseModel):
+    """A row of `scheduled_actions` or `automation_queue` (DESIGN §6.3), every column."""
+
+    id: str
+    status: str
+    action_name: str
+
+
+class ProcessAutomation(BaseModel):
+    scheduled: list[WorkTableRow]
+    queue: list[WorkTableRow]
+
+
+class ExportBundle(BaseModel):
+    """`charter-export/1` (docs/verification.md): everything an offline verifier needs."""
+
+    format: Literal["charter-export/1"]
+    process: dict[str, Json]
+    events: list[dict[str, Json]]
+    workflows: dict[str, Json] = Field(description="Definition version → definition.")
+    causes: dict[str, Json] = Field(description="Hash → the event that caused a spawn.")
+    actors: dict[str, Json] | None = Field(
+        default=None, description="The automation actor's keys, current and retired."
+    )
+
+
+class Deployment(BaseModel):
+    path: str = Field(pattern=WORKFLOW_PATH)
+    revision: int = Field(ge=1)
+    version: str = Field(description="The definition's content hash.")
+    deployed_at: str = _TIME
+    deployed_by: str | None
+
+
+class Workflows(BaseModel):
+    workflows: list[Deployment]
+
+
+class WorkflowDetail(Deployment):
+    definition: dict[str, Json]
+    revisions: list[Deployment] = Field(description="Newest first.")
+
+
+class Warning(BaseModel):
+    pointer: str = Field(description="A JSON pointer into the definition.")
+    message: str
+
+
+class Deployed(Deployment):
+    warnings: list[Warning] = Field(description="What deploys but deserves a look.")
+    unchanged: bool = Field(description="True (and 200): the path ran this definition already.")
+
+
+class Actor(BaseModel):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+    roles: list[str]
+    public_key: str | None = Field(pattern=HEX64, description="The active key.")
+    disabled: bool
+    created_at: str = _TIME
+    keys: int = Field(ge=0, description="How many keys it has held.")
+
+
+class Actors(BaseModel):
+    actors: list[Actor]
+
+
+class Health(BaseModel):
+    ok: Literal[True]
+    version: str
+    schema_version: int
+
+
+class Unhealthy(BaseModel):
+    ok: Literal[False]
+    error: dict[str, Json]
+
+
+class WebhookAccepted(BaseModel):
+    runs: list[str] = Field(description="Ids of the pending runs admitted, maybe none.")

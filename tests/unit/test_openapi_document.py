@@ -1,0 +1,102 @@
+"""The OpenAPI document describes every operation: a success with its schema (or its
+non-JSON media type), and the error statuses in the one error shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from charter.api.app import create_app
+from charter.core.config import Settings
+from charter.db.database import Database
+
+ERROR_REF = "#/components/schemas/ErrorResponse"
+Operation = tuple[str, str, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    # Describing the routes runs none of them: no database is reached.
+    app = create_app(Database("postgresql://unused.invalid/charter"), settings=Settings())
+    return app.openapi()
+
+
+def _operations(document: dict[str, Any]) -> Iterator[Operation]:
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            yield method.upper(), path, operation
+
+
+def _success(operation: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(s, r) for s, r in operation["responses"].items() if s.startswith("2")]
+
+
+def test_every_operation_has_a_described_success(document: dict[str, Any]) -> None:
+    undescribed = []
+    for method, path, operation in _operations(document):
+        for status, response in _success(operation) or [("none", {})]:
+            content = response.get("content", {})
+            json_schema = content.get("application/json", {}).get("schema")
+            other_media = [m for m in content if m != "application/json"]
+            no_body = status == "204" and not content
+            if not (json_schema or other_media or no_body):
+                undescribed.append(f"{method} {path} {status}")
+    assert undescribed == []
+
+
+def test_every_operation_lists_its_errors_in_the_one_shape(document: dict[str, Any]) -> None:
+    problems = []
+    for method, path, operation in _operations(document):
+        responses = operation["responses"]
+        expected = {"400", "500"} | ({"413"} if path != "/healthz" else set())
+        if operation.get("security") and {"HTTPBearer": []} in operation["security"]:
+            expected |= {"401", "403"}
+        if "{" in path:
+            expected.add("404")
+        missing = expected - responses.keys()
+        if missing:
+            problems.append(f"{method} {path} lacks {sorted(missing)}")
+        for status, response in responses.items():
+            if status.startswith(("4", "5")) and not (path == "/healthz" and status == "503"):
+                content = response.get("content", {})
+                schema = content.get("application/json", {}).get("schema")
+                if schema != {"$ref": ERROR_REF}:
+                    problems.append(f"{method} {path} {status} is not an ErrorResponse")
+    assert problems == []
+
+
+def test_the_error_shape_is_code_and_message(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    assert schemas["ErrorResponse"]["required"] == ["error"]
+    assert set(schemas["ErrorDetail"]["required"]) == {"code", "message"}
+    # Parameter problems are 400 `malformed`, never FastAPI's 422 shape.
+    assert "HTTPValidationError" not in schemas
+
+
+def test_non_json_answers_say_their_media_type(document: dict[str, Any]) -> None:
+    metrics = document["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+    stream = document["paths"]["/v1/stream"]["get"]["responses"]["200"]["content"]
+    assert list(metrics) == ["text/plain"]
+    assert list(stream) == ["text/event-stream"]
+
+
+def test_identifiers_and_pages_carry_their_bounds(document: dict[str, Any]) -> None:
+    def parameter(path: str, name: str) -> dict[str, Any]:
+        found = [p for p in document["paths"][path]["get"]["parameters"] if p["name"] == name]
+        schema: dict[str, Any] = found[0]["schema"]
+        return schema
+
+    limit = parameter("/v1/processes", "limit")
+    assert (limit["minimum"], limit["maximum"]) == (1, 500)
+    assert "pattern" in parameter("/v1/processes", "cursor")
+    assert "pattern" in parameter("/v1/processes/{process_id}", "process_id")
+    assert "pattern" in parameter("/v1/runs/{run_id}", "run_id")
+    assert parameter("/v1/runs", "limit")["maximum"] == 500
+
+
+def test_machine_calls_are_dpop_authenticated(document: dict[str, Any]) -> None:
+    claim = document["paths"]["/v1/machine/runs/claim"]["post"]
+    assert claim["security"] == [{"DPoP": []}]
+    assert document["components"]["securitySchemes"]["DPoP"]["in"] == "header"
