@@ -134,10 +134,19 @@ class Machine(BaseModel):
     public_jwk: dict[str, Json]
     created_at: str = _TIME
     disabled_at: str | None = _TIME
+    last_seen_at: str | None = Field(
+        default=None,
+        description="In the machine list: when its latest stored DPoP proof was made "
+        "(proofs are kept minutes, so null means not seen recently).",
+    )
+    runs_in_progress: int | None = Field(
+        default=None, ge=0, description="In the machine list: running runs it holds a lease on."
+    )
 
 
 class Machines(BaseModel):
     machines: list[Machine]
+    can_change: bool = Field(description="Whether this token may disable and enable machines.")
 
 
 class Lease(BaseModel):
@@ -149,6 +158,11 @@ class Claim(BaseModel):
     run: Run
     lease: Lease
     journal: list[Step] = Field(description="The steps journalled so far.")
+    traceparent: str | None = Field(
+        default=None,
+        description="The W3C trace context of the span that admitted the run, to continue "
+        "its trace; null when tracing was off.",
+    )
 
 
 class StepAnswer(BaseModel):
