@@ -52,7 +52,7 @@ from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission, sign
 from charter.core.errors import CharterError, LeaseLost, StalePrev
 from charter.core.resign import ReadHead, drive, sign_on_head
-from charter.db.database import Database, Role, act_as
+from charter.db.database import Database, Role, act_as, pipelined_transaction
 from charter.engine.batch import BatchAborted, EngineBatch
 from charter.engine.hints import send_hints
 from charter.engine.process_event import Accepted, Engine, Tally
@@ -121,8 +121,8 @@ class Firer:
         transaction, the event included, rolls back: the result is LOST."""
         tally = Tally()
         try:
-            with self.database.connection(Role.WORKER) as conn, conn.pipeline() as pipeline:
-                with conn.transaction():
+            with self.database.connection(Role.WORKER) as conn:
+                with pipelined_transaction(conn) as pipeline:
                     books = Bookkeeping(
                         conn, self.worker_id, now=self.clock.now_or_none(), sync=pipeline.sync
                     )
@@ -146,8 +146,8 @@ class Firer:
         self, stopping: Callable[[], bool], claimed: Callable[[int], None], *, one_by_one: bool
     ) -> BatchResult:
         tally = Tally()
-        with self.database.connection(Role.WORKER) as conn, conn.pipeline() as pipeline:
-            with conn.transaction():
+        with self.database.connection(Role.WORKER) as conn:
+            with pipelined_transaction(conn) as pipeline:
                 books = Bookkeeping(
                     conn,
                     self.worker_id,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject
-from charter.db.database import Conn
+from charter.db.database import Conn, pipelined_transaction
 from charter.db.errors import translated
 from charter.db.queries import query
 
@@ -42,7 +42,7 @@ def send_hints(conn: Conn, hints: Sequence[Hint]) -> bool:
     if not unique:
         return True
     try:
-        with translated(), conn.transaction():
+        with translated(), pipelined_transaction(conn):  # one round trip
             conn.execute(
                 query("send_hints"),
                 {"channels": [c for c, _ in unique], "payloads": [p for _, p in unique]},

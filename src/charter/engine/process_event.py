@@ -33,7 +33,7 @@ from charter.core.errors import (
 )
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
-from charter.db.database import Conn, Database, Role, Sync, act_as
+from charter.db.database import Conn, Database, Role, Sync, act_as, pipelined_transaction
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
@@ -168,9 +168,9 @@ class Engine:
             # Pipeline mode: statements whose results are not needed yet travel together
             # (the reads, then the writes with the COMMIT), saving round trips.
             tally = Tally()
-            with self.database.connection(Role.ENGINE) as conn, conn.pipeline() as pipeline:
+            with self.database.connection(Role.ENGINE) as conn:
                 try:
-                    with conn.transaction():
+                    with pipelined_transaction(conn) as pipeline:
                         store = Store(
                             conn, now=self.clock.now_or_none(), buffered=True, sync=pipeline.sync
                         )
