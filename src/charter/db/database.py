@@ -93,8 +93,14 @@ def pipelined_transaction(conn: Conn) -> Iterator[psycopg.Pipeline]:
     outside autocommit) and COMMIT with the last writes, answered by one Sync, which is
     also the server's last message (see `answered`). Use the pipeline's `sync` for the
     reads whose results the transaction needs; savepoints inside still work
-    (`conn.transaction()` within an open transaction is a savepoint).
+    (`conn.transaction()` within an open transaction is a savepoint). Entered inside an
+    open transaction, it is a savepoint of that transaction, as `conn.transaction()` is.
     """
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        # Inside the caller's transaction: a savepoint, never the caller's COMMIT.
+        with conn.pipeline() as pipeline, conn.transaction():
+            yield pipeline
+        return
     with conn.pipeline() as pipeline:
         try:
             yield pipeline
