@@ -414,6 +414,22 @@ def test_locked_rows_are_invisible_to_other_lockers_and_claimers(world: World) -
         assert not {r.id for r in _claim_queue(world, "w3")} & {r.id for r in held}
 
 
+def test_one_limit_covers_both_lanes_queue_first(world: World) -> None:
+    opened = _open(world, 3)  # per process: a ready queue row and a due scheduled action
+    world.clock.advance(hours=1)
+    with world.database.connection(Role.WORKER) as conn, conn.transaction():
+        held = _books(conn, world).lock_due(limit=4)
+        assert [row.kind for row in held] == [QueueRow.kind] * 3 + [ScheduledRow.kind]
+    with world.database.connection(Role.WORKER) as conn, conn.transaction():
+        held = _books(conn, world).lock_due(limit=2)  # the queue uses the whole limit
+        assert [row.kind for row in held] == [QueueRow.kind] * 2
+        with world.database.connection(Role.WORKER) as other, other.transaction():
+            # The third process is free: both its rows; the others' are held with them.
+            rest = _books(other, world, "w2").lock_due(limit=10)
+            assert {row.process_id for row in rest} == {opened[2][0]}
+            assert sorted(row.kind for row in rest) == [QueueRow.kind, ScheduledRow.kind]
+
+
 def test_tokenless_bookkeeping_needs_a_due_unclaimed_row(world: World) -> None:
     sched, queued, event_hash = _claimed_pair(world)  # claimed under a lease
     later = world.clock.now() + timedelta(hours=1)
@@ -612,6 +628,7 @@ FUNCTIONS = [
     "log_worker_attempt",
     "lock_due_scheduled",
     "lock_ready_queue",
+    "lock_due",
 ]
 
 

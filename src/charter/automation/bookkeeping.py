@@ -101,15 +101,10 @@ class Bookkeeping:
         """Lock ready queue rows, then due scheduled actions, up to `limit` in all, and
         their processes, until the transaction ends (the batched firing path: the lock is
         the claim; the rows stay pending/active, recorded with no lease token)."""
-        params = {"limit": limit}
-        rows: list[WorkRow] = [
-            QueueRow.from_dict(r) for r in self._rows("lock_ready_queue", params)
+        return [
+            QueueRow.from_dict(r) if r["lane"] == "queue" else ScheduledRow.from_dict(r)
+            for r in self._rows("lock_due", {"limit": limit})
         ]
-        if len(rows) < limit:
-            params["limit"] = limit - len(rows)
-            scheduled = self._rows("lock_due_scheduled", params)
-            rows.extend(ScheduledRow.from_dict(r) for r in scheduled)
-        return rows
 
     def process_heads(self, process_ids: Iterable[str]) -> dict[str, str | None]:
         with answered(self.conn, self.sync):

@@ -99,6 +99,45 @@ LISTEN automation_queue_changed
 -- rows whose process another transaction holds are skipped).
 SELECT * FROM charter.lock_due_scheduled_v1(%(limit)s, %(now)s)
 
+-- lock_due --
+-- lock_ready_queue_v1, then lock_due_scheduled_v1 for what the limit leaves, in one
+-- statement where two round trips followed each other: the scalar subquery makes the
+-- scheduled lock wait for the queue's to finish, and a limit it leaves at 0 locks
+-- nothing. Each row names its lane and carries the columns either record keeps (NULL
+-- where they are the other lane's); queue rows first, each lane in due order.
+WITH q AS MATERIALIZED (
+    SELECT * FROM charter.lock_ready_queue_v1(%(limit)s, %(now)s)
+), s AS MATERIALIZED (
+    SELECT * FROM charter.lock_due_scheduled_v1(
+        %(limit)s - (SELECT count(*) FROM q)::integer, %(now)s)
+)
+SELECT 'queue' AS lane, coalesce(not_before, queued_at) AS due,
+       id, process_id, workflow_path, action_name, action_data, status, attempts,
+       claimed_by, lease_expires_at, lease_token,
+       reason, available_state, queued_by_event_hash, queued_by_action, queued_by_actor,
+       queued_at, cascade_depth, cascade_origin_event_hash,
+       NULL::text AS schedule_id, NULL::timestamptz AS run_at,
+       NULL::timestamptz AS not_before, NULL::text AS "interval",
+       NULL::timestamptz AS until_ts, NULL::integer AS max_count,
+       NULL::integer AS fire_count, NULL::text AS created_event_hash,
+       NULL::text AS created_by_action, NULL::text AS created_by_actor,
+       NULL::timestamptz AS created_at, NULL::integer AS occurrence_attempts
+FROM q
+UNION ALL
+SELECT 'scheduled', coalesce(not_before, run_at),
+       id, process_id, workflow_path, action_name, action_data, status, attempts,
+       claimed_by, lease_expires_at, lease_token,
+       NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL,
+       schedule_id, run_at,
+       not_before, "interval",
+       until_ts, max_count,
+       fire_count, created_event_hash,
+       created_by_action, created_by_actor,
+       created_at, occurrence_attempts
+FROM s
+ORDER BY lane, due
+
 -- lock_ready_queue --
 -- Lock ready queue rows and their processes for this transaction (batched firing).
 SELECT * FROM charter.lock_ready_queue_v1(%(limit)s, %(now)s)
