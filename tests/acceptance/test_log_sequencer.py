@@ -1,0 +1,140 @@
+"""The sequencer as a real process against real PostgreSQL (design §1b.10, tests 2, 3, 5)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from charter.core.crashpoints import LOG_AFTER_CHECKPOINT, LOG_AFTER_TILES, LOG_BEFORE_DB_COMMIT
+from charter.db.database import connect
+from tests.acceptance.logworld import LogWorld, append_events
+from tests.acceptance.processes import run_charter
+from tests.conftest import create_database, drop_database, unique_name
+
+WRITERS = 32
+
+
+@pytest.fixture
+def world(pg_admin_url: str, template_database: str, tmp_path: Path) -> Iterator[LogWorld]:
+    name = unique_name("charter_log")
+    url = create_database(pg_admin_url, name, template=template_database)
+    try:
+        world = LogWorld(url, tmp_path / "home")
+        world.init()
+        yield world
+    finally:
+        drop_database(pg_admin_url, name)
+
+
+def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err
+
+
+def _write_concurrently(world: LogWorld, processes: list[str], actor: str, version: str,
+                        per_writer: int) -> None:  # fmt: skip
+    writers = [
+        threading.Thread(
+            target=append_events,
+            args=(world.url, actor, version, processes, per_writer, seed),
+        )
+        for seed in range(WRITERS)
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+
+
+def test_concurrent_writers_are_each_logged_once_in_order(world: LogWorld) -> None:
+    actor, version, processes = world.seed(40)
+    sequencer = world.sequencer()
+    try:
+        _write_concurrently(world, processes, actor, version, per_writer=20)
+        world.wait_drained(sequencer)
+    finally:
+        code, err = _stop(sequencer)
+    assert code == 0, err
+    entries = world.check_consistent()
+    assert len(entries) == WRITERS * 20
+    assert world.log.halted() is None
+
+
+def test_a_standby_takes_over_when_the_leader_dies(world: LogWorld) -> None:
+    actor, version, processes = world.seed(5)
+    leader = world.sequencer()
+    append_events(world.url, actor, version, processes, 20, seed=1)
+    world.wait_drained(leader)
+    standby = world.sequencer()
+    try:
+        leader.kill()
+        leader.wait(timeout=60)
+        append_events(world.url, actor, version, processes, 20, seed=2)
+        world.wait_drained(standby)
+    finally:
+        code, err = _stop(standby)
+    assert code == 0, err
+    assert len(world.check_consistent()) == 40
+
+
+@pytest.mark.parametrize("point", [LOG_AFTER_TILES, LOG_AFTER_CHECKPOINT, LOG_BEFORE_DB_COMMIT])
+def test_a_crash_mid_batch_then_restart_is_consistent(world: LogWorld, point: str) -> None:
+    actor, version, processes = world.seed(6)
+    append_events(world.url, actor, version, processes, 30, seed=3)
+    crashing = world.sequencer(CHARTER_CRASH_POINT=point)
+    crashing.communicate(timeout=120)
+    assert crashing.returncode == -signal.SIGKILL
+    append_events(world.url, actor, version, processes, 10, seed=4)
+    restarted = world.sequencer()
+    try:
+        world.wait_drained(restarted)
+    finally:
+        code, err = _stop(restarted)
+    assert code == 0, err
+    assert len(world.check_consistent()) == 40
+
+
+def test_a_restored_backup_halts_the_sequencer_with_db_behind_log(
+    world: LogWorld, pg_admin_url: str, tmp_path: Path
+) -> None:
+    actor, version, processes = world.seed(3)
+    sequencer = world.sequencer()
+    try:
+        append_events(world.url, actor, version, processes, 15, seed=5)
+        world.wait_drained(sequencer)
+        dump = tmp_path / "before.sql"
+        subprocess.run(["pg_dump", "-f", str(dump), world.url], check=True)
+        append_events(world.url, actor, version, processes, 10, seed=6)
+        world.wait_drained(sequencer)
+    finally:
+        code, err = _stop(sequencer)
+    assert code == 0, err
+    name = unique_name("charter_restored")
+    restored = create_database(pg_admin_url, name)
+    try:
+        subprocess.run(
+            ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(dump), restored],
+            check=True,
+            capture_output=True,
+        )
+        halted = run_charter(
+            "log", "sequence", env={**world.env(), "CHARTER_DATABASE_URL": restored}
+        )
+        assert halted.returncode == 3, halted.stderr
+        assert "db_behind_log" in halted.stderr
+        halt = world.log.halted()
+        assert halt is not None
+        assert halt["code"] == "db_behind_log"
+        with connect(restored) as conn:
+            logged = conn.execute(
+                "SELECT code FROM system_log WHERE kind = 'log.halted'"
+            ).fetchall()
+        assert logged == [("db_behind_log",)]
+    finally:
+        drop_database(pg_admin_url, name)
