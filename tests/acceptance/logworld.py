@@ -3,6 +3,7 @@ PostgreSQL): events are appended as the engine appends them, under the process r
 
 from __future__ import annotations
 
+import hashlib
 import random
 import subprocess
 import time
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from charter.core.ed25519 import SecretKey
 from charter.db.database import Conn, Role, connect
 from charter.tlog.checkpoint import open_checkpoint
 from charter.tlog.config import LogSettings
@@ -52,10 +54,18 @@ class LogWorld:
     def sequencer(self, **extra: str) -> subprocess.Popen[str]:
         return start_charter("log", "sequence", env=self.env(**extra))
 
-    def seed(self, processes: int) -> tuple[str, str, list[str]]:
-        """An actor, a workflow version and `processes` empty processes."""
+    def seed(self, processes: int) -> tuple[SecretKey, str, list[str]]:
+        """An actor (its secret key), a workflow version and `processes` empty processes."""
+        actor = SecretKey.generate()
         with connect(self.url) as conn:
-            actor = rows.add_actor(conn)
+            conn.execute(
+                "INSERT INTO actors (id, roles) VALUES (%s, '{user}')",
+                (f"a-{actor.public_key_hex[:12]}",),
+            )
+            conn.execute(
+                "INSERT INTO actor_keys (public_key, actor_id) VALUES (%s, %s)",
+                (actor.public_key_hex, f"a-{actor.public_key_hex[:12]}"),
+            )
             version = rows.add_definition(conn)
             ids = [rows.add_process(conn) for _ in range(processes)]
             conn.commit()
@@ -68,19 +78,19 @@ class LogWorld:
             return cast(int, row[0])
 
     def wait_drained(self, process: subprocess.Popen[str] | None, timeout: float = 180) -> None:
-        """Until the queue is empty and the log holds every event (the sequencer's pace)."""
+        """Until the queue is empty and the database recorded all the log holds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
                 raise AssertionError(f"the sequencer exited: {process.communicate()}")
-            if self.pending() == 0 and self.log.size() == self.event_count():
+            if self.pending() == 0 and self.log.size() == self.recorded():
                 return
             time.sleep(0.1)
         raise AssertionError(f"not drained: {self.pending()} pending, log {self.log.size()}")
 
-    def event_count(self) -> int:
+    def recorded(self) -> int:
         with connect(self.url) as conn:
-            row = conn.execute("SELECT count(*) FROM events").fetchone()
+            row = conn.execute("SELECT count(*) FROM log_entries").fetchone()
             assert row is not None
             return cast(int, row[0])
 
@@ -118,7 +128,7 @@ class LogWorld:
 
 
 def append_events(
-    url: str, actor: str, version: str, process_ids: list[str], count: int, seed: int
+    url: str, actor: SecretKey, version: str, process_ids: list[str], count: int, seed: int
 ) -> None:
     """`count` events on random processes, each in its own transaction under the process
     row lock (as the engine does), with random commit delays."""
@@ -131,10 +141,35 @@ def append_events(
             conn.commit()
 
 
-def append_one(conn: Conn, actor: str, version: str, process_id: str) -> str:
+def append_one(conn: Conn, actor: SecretKey, version: str, process_id: str) -> str:
+    """The next event of a process, signed by `actor`, under the process row lock."""
     row = conn.execute(
         "SELECT seq, head_hash FROM processes WHERE id = %s FOR UPDATE", (process_id,)
     ).fetchone()
     assert row is not None
     seq, prev = cast(int, row[0]), cast("str | None", row[1])
-    return rows.insert_event(conn, process_id, actor, version, seq=seq + 1, prev=prev)
+    return insert_signed(conn, actor, version, process_id, seq=seq + 1, prev=prev)
+
+
+def insert_signed(
+    conn: Conn, actor: SecretKey, version: str, process_id: str, *, seq: int, prev: str | None
+) -> str:
+    """Insert a genuine event (canonical text, real signature) and move the head onto it."""
+    text = rows.event_text(process_id, prev, actor.public_key_hex)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    conn.execute(
+        """
+        INSERT INTO events (process_id, seq, hash, prev_hash, kind, envelope, signature,
+                            actor, actor_id, actor_roles, action, workflow_path, workflow_version)
+        VALUES (%s, %s, %s, %s, 'action', %s::json, %s, %s,
+                (SELECT actor_id FROM actor_keys WHERE public_key = %s), '{user}',
+                'touch', %s, %s)
+        """,
+        (process_id, seq, digest, prev, text, actor.sign(text.encode()), actor.public_key_hex,
+         actor.public_key_hex, rows.WORKFLOW, version),
+    )  # fmt: skip
+    conn.execute(
+        "UPDATE processes SET seq = %s, head_hash = %s, updated_at = now() WHERE id = %s",
+        (seq, digest, process_id),
+    )
+    return digest

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from charter.core.crashpoints import LOG_AFTER_CHECKPOINT, LOG_AFTER_TILES, LOG_BEFORE_DB_COMMIT
+from charter.core.ed25519 import SecretKey
 from charter.db.database import connect
 from tests.acceptance.logworld import LogWorld, append_events
 from tests.acceptance.processes import run_charter
@@ -37,7 +38,7 @@ def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:
     return process.returncode, err
 
 
-def _write_concurrently(world: LogWorld, processes: list[str], actor: str, version: str,
+def _write_concurrently(world: LogWorld, processes: list[str], actor: SecretKey, version: str,
                         per_writer: int) -> None:  # fmt: skip
     writers = [
         threading.Thread(

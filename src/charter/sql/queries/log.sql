@@ -50,3 +50,11 @@ VALUES ('error', 'log.halted', %(code)s, %(message)s, %(detail)s)
 -- How many events wait for the log, and the age of the oldest in seconds.
 SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(queued_at)), 0)::float8
 FROM charter.log_pending
+
+-- log_chain_of --
+-- One process's events as the log check needs them: seq, hash, when received.
+SELECT seq, hash, received_at FROM charter.events WHERE process_id = %(process_id)s ORDER BY seq
+
+-- log_chains --
+-- Every process's events as the log check needs them, process by process.
+SELECT process_id, seq, hash, received_at FROM charter.events ORDER BY process_id, seq

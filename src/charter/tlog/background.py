@@ -1,0 +1,45 @@
+"""The sequencer in a background thread of `charter up` and `charter serve`.
+
+Only when a log is configured (its key file exists): otherwise nothing starts and the
+commands behave as before. A halt stops the sequencer, not the API: events keep
+committing (the log is off the commit path) and the halt is in the log directory, the
+system log and `GET /v1/log/status`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from charter.tlog.config import LogSettings
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.sequencer import Sequencer
+
+JOIN_SECONDS = 30.0
+
+
+@contextmanager
+def background_sequencer(url: str, settings: LogSettings | None = None) -> Iterator[str | None]:
+    """Run the sequencer beside the caller; yields the log origin, or None when no log."""
+    settings = settings or LogSettings.from_env()
+    if not settings.configured:
+        yield None
+        return
+    sequencer = Sequencer(
+        url,
+        LogDirectory(settings.directory),
+        settings.signer(),
+        settings.salt(),
+        batch_ms=settings.batch_ms,
+    )
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=sequencer.run, args=(stop,), name="charter-log-sequencer", daemon=True
+    )
+    thread.start()
+    try:
+        yield sequencer.origin
+    finally:
+        stop.set()
+        thread.join(JOIN_SECONDS)
