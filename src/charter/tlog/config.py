@@ -6,6 +6,7 @@
                            in the log directory (which is mirrored)
     CHARTER_LOG_SALT_FILE  the 32-byte process-key salt as hex (default beside the key)
     CHARTER_LOG_BATCH_MS   the sequencer's tick (default 250)
+    CHARTER_LOG_PUBLIC     1: the /v1/log/ routes need no token (else scope log:read)
 
 A log is configured when its key file exists; without one, nothing runs a sequencer and
 Charter behaves as it did before the log (events are still queued for it).
@@ -33,6 +34,7 @@ class LogSettings:
     key_file: Path
     salt_file: Path
     batch_ms: int = 250
+    public: bool = False  # CHARTER_LOG_PUBLIC=1: /v1/log/ reads need no token
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LogSettings:
@@ -44,6 +46,7 @@ class LogSettings:
             key_file=key_file,
             salt_file=_path(env, "CHARTER_LOG_SALT_FILE") or key_file.parent / "log.salt",
             batch_ms=_batch_ms(env.get("CHARTER_LOG_BATCH_MS")),
+            public=env.get("CHARTER_LOG_PUBLIC", "") in ("1", "true", "yes"),
         )
 
     @property

@@ -54,7 +54,7 @@ class HeadIndex:
         start = index.size
         while start < size:
             end = min(size, start + _REPLAY_CHUNK)
-            index.record(start, log.entries(start, end))
+            index.record(start, log.entries(start, end, size))
             start = end
         return index
 

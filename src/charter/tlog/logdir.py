@@ -115,13 +115,15 @@ class LogDirectory:
     def write_checkpoint(self, note: bytes) -> None:
         write_atomically(self.root / CHECKPOINT, note)
 
-    def entries(self, start: int, end: int) -> list[LogEntry]:
-        """Entries `[start, end)`, read from the entry bundles of a tree of `end` leaves."""
+    def entries(self, start: int, end: int, size: int | None = None) -> list[LogEntry]:
+        """Entries `[start, end)`, read from the entry bundles of a tree of `size` leaves
+        (default `end`: the bundles' widths depend on the tree they were written for)."""
+        size = end if size is None else size
         out: list[LogEntry] = []
         for index in range(start // TILE_WIDTH, -(-end // TILE_WIDTH)):
             first = index * TILE_WIDTH
-            raw = self._bundle(index, min(TILE_WIDTH, end - first))
-            out += [LogEntry.decode(e) for e in raw[max(0, start - first) :]]
+            raw = self._bundle(index, min(TILE_WIDTH, size - first))
+            out += [LogEntry.decode(e) for e in raw[max(0, start - first) : end - first]]
         return out
 
     def _bundle(self, index: int, width: int) -> list[bytes]:

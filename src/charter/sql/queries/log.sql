@@ -58,3 +58,8 @@ SELECT seq, hash, received_at FROM charter.events WHERE process_id = %(process_i
 -- log_chains --
 -- Every process's events as the log check needs them, process by process.
 SELECT process_id, seq, hash, received_at FROM charter.events ORDER BY process_id, seq
+
+-- log_index_of --
+-- The leaf index the sequencer recorded for an event (a cache: the route checks the
+-- entry in the bundle and the proof is checked against the signed root).
+SELECT idx FROM charter.log_entries WHERE event_hash = %(event_hash)s

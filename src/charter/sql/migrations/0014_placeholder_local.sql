@@ -1,0 +1,1 @@
+SELECT 1; -- local placeholder for another helper's migration; never committed
