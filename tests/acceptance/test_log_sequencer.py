@@ -139,3 +139,35 @@ def test_a_restored_backup_halts_the_sequencer_with_db_behind_log(
         assert logged == [("db_behind_log",)]
     finally:
         drop_database(pg_admin_url, name)
+
+
+def test_an_event_whose_predecessor_was_never_queued_halts_with_log_gap(world: LogWorld) -> None:
+    actor, version, processes = world.seed(1)
+    append_events(world.url, actor, version, processes, 3, seed=7)
+    with connect(world.url) as conn:  # A1 deletes the queue row of seq 2 before it is logged
+        conn.execute("DELETE FROM log_pending WHERE seq = 2")
+        conn.commit()
+    halted = run_charter("log", "sequence", env=world.env(CHARTER_LOG_GAP_SECONDS="0"))
+    assert halted.returncode == 3, halted.stderr
+    assert "log_gap" in halted.stderr
+    assert world.log.size() == 1  # seq 1 was logged; seq 3 waits behind the gap
+
+
+def test_a_log_directory_behind_the_database_halts_with_log_behind_db(
+    world: LogWorld, tmp_path: Path
+) -> None:
+    import shutil
+
+    actor, version, processes = world.seed(2)
+    old = tmp_path / "old-log"
+    shutil.copytree(world.settings.directory, old)
+    sequencer = world.sequencer()
+    try:
+        append_events(world.url, actor, version, processes, 5, seed=8)
+        world.wait_drained(sequencer)
+    finally:
+        code, err = _stop(sequencer)
+    assert code == 0, err
+    halted = run_charter("log", "sequence", env=world.env(CHARTER_LOG_DIR=str(old)))
+    assert halted.returncode == 3, halted.stderr
+    assert "log_behind_db" in halted.stderr

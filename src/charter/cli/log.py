@@ -95,7 +95,12 @@ def sequence(
         signal.signal(signum, lambda *_: stop.set())
     with database_url(Settings.from_env()) as url:
         sequencer = Sequencer(
-            url, LogDirectory(settings.directory), signer, salt, batch_ms=settings.batch_ms
+            url,
+            LogDirectory(settings.directory),
+            signer,
+            salt,
+            batch_ms=settings.batch_ms,
+            gap_seconds=settings.gap_seconds,
         )
         halt = sequencer.run(stop)
     if halt is not None:

@@ -32,6 +32,7 @@ def background_sequencer(url: str, settings: LogSettings | None = None) -> Itera
         settings.signer(),
         settings.salt(),
         batch_ms=settings.batch_ms,
+        gap_seconds=settings.gap_seconds,
     )
     stop = threading.Event()
     thread = threading.Thread(

@@ -7,6 +7,8 @@
     CHARTER_LOG_SALT_FILE  the 32-byte process-key salt as hex (default beside the key)
     CHARTER_LOG_BATCH_MS   the sequencer's tick (default 250)
     CHARTER_LOG_PUBLIC     1: the /v1/log/ routes need no token (else scope log:read)
+    CHARTER_LOG_GAP_SECONDS  how long an event may wait for a missing predecessor before
+                           the sequencer halts with log_gap (default 60)
 
 A log is configured when its key file exists; without one, nothing runs a sequencer and
 Charter behaves as it did before the log (events are still queued for it).
@@ -35,6 +37,7 @@ class LogSettings:
     salt_file: Path
     batch_ms: int = 250
     public: bool = False  # CHARTER_LOG_PUBLIC=1: /v1/log/ reads need no token
+    gap_seconds: float = 60.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LogSettings:
@@ -47,6 +50,7 @@ class LogSettings:
             salt_file=_path(env, "CHARTER_LOG_SALT_FILE") or key_file.parent / "log.salt",
             batch_ms=_batch_ms(env.get("CHARTER_LOG_BATCH_MS")),
             public=env.get("CHARTER_LOG_PUBLIC", "") in ("1", "true", "yes"),
+            gap_seconds=_seconds(env.get("CHARTER_LOG_GAP_SECONDS"), 60.0),
         )
 
     @property
@@ -94,4 +98,16 @@ def _batch_ms(raw: str | None) -> int:
         ) from None
     if value < 1:
         raise ConfigurationError("CHARTER_LOG_BATCH_MS must be at least 1")
+    return value
+
+
+def _seconds(raw: str | None, default: float) -> float:
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"expected a number of seconds, got {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ConfigurationError(f"expected a finite, non-negative number of seconds: {raw!r}")
     return value

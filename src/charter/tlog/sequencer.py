@@ -75,6 +75,7 @@ class _Batch:
     dequeue: list[str] = field(default_factory=list)
     heads: dict[bytes, Head] = field(default_factory=dict)
     deferred: int = 0
+    gap: LogGap | None = None  # raised once what precedes it is logged
 
 
 class Sequencer:
@@ -230,6 +231,8 @@ class Sequencer:
                     witnessed=False,
                 )
         self._size = new_size
+        if batch.gap is not None:
+            raise batch.gap
         requeued = len(batch.dequeue) - len(batch.logged)
         return TickResult(len(batch.entries), requeued, batch.deferred, new_size)
 
@@ -272,8 +275,8 @@ class Sequencer:
                     later.append(row)
             waiting = later
         for row in waiting:
-            if row.age_s > self._gap_seconds:
-                raise LogGap(
+            if row.age_s > self._gap_seconds and batch.gap is None:
+                batch.gap = LogGap(
                     f"event {row.seq} of process {row.process_id} has waited"
                     f" {row.age_s:.0f} s for its predecessor, which is neither logged nor"
                     " queued",
