@@ -87,6 +87,9 @@ def test_serve_sequences_and_serves_the_log(world: LogWorld) -> None:
             append_one(conn, actor, version, process_id)
             conn.commit()
         assert _size(api, 4)["size"] == 4
+        metrics = httpx.get(f"{api}/metrics").text
+        assert "charter_log_size 4.0" in metrics
+        assert "charter_log_entries_integrated_total 4.0" in metrics
     finally:
         server.send_signal(signal.SIGTERM)
         out, err = server.communicate(timeout=60)

@@ -20,6 +20,7 @@ from charter.api.state import Services, services
 from charter.core.errors import Malformed
 from charter.db.database import Role
 from charter.db.queries import query
+from charter.tlog import metrics as _log_metrics  # noqa: F401 (its families on /metrics)
 from charter.tlog import store
 from charter.tlog.config import LogSettings
 from charter.tlog.errors import LogNotConfigured, NotLogged, TileMissing

@@ -1,13 +1,15 @@
 """The sequencer in a background thread of `charter up` and `charter serve`.
 
 Only when a log is configured (its key file exists): otherwise nothing starts and the
-commands behave as before. A halt stops the sequencer, not the API: events keep
-committing (the log is off the commit path) and the halt is in the log directory, the
-system log and `GET /v1/log/status`.
+commands behave as before. Failures (the database gone, a full disk) are logged and
+retried. A halt stops the sequencer, not the API: events keep committing (the log is
+off the commit path) and the halt is in the log directory, the system log, the metric
+`charter_log_halted` and `GET /v1/log/status`.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +19,20 @@ from charter.tlog.logdir import LogDirectory
 from charter.tlog.sequencer import Sequencer
 
 JOIN_SECONDS = 30.0
+RETRY_SECONDS = 5.0
+logger = logging.getLogger("charter.log")
+
+
+def _supervise(sequencer: Sequencer, stop: threading.Event) -> None:
+    """Run the sequencer until stopped or halted; a failure (the database gone, a full
+    disk) is logged and retried: each start reconciles the directory and the database."""
+    while not stop.is_set():
+        try:
+            if sequencer.run(stop) is not None:
+                return  # halted: an operator acts, then restarts the process
+        except Exception:
+            logger.exception("log sequencer failed; retrying in %s s", RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
 
 
 @contextmanager
@@ -36,7 +52,7 @@ def background_sequencer(url: str, settings: LogSettings | None = None) -> Itera
     )
     stop = threading.Event()
     thread = threading.Thread(
-        target=sequencer.run, args=(stop,), name="charter-log-sequencer", daemon=True
+        target=_supervise, args=(sequencer, stop), name="charter-log-sequencer", daemon=True
     )
     thread.start()
     try:

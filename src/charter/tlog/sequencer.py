@@ -39,6 +39,7 @@ from charter.tlog.errors import (
 from charter.tlog.heads import Head, HeadIndex
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import tree_root
+from charter.tlog.metrics import LOG_HALTED, LOG_INTEGRATED, LOG_SIZE
 from charter.tlog.note import Ed25519Signer
 from charter.tlog.tiles import TileHashReader, append_tiles
 
@@ -138,6 +139,7 @@ class Sequencer:
     def start(self, conn: Conn) -> None:
         """Catch up after a restart (design "Restart reconciliation")."""
         self._log.clear_halt()
+        LOG_HALTED.clear()  # a restart is the operator's acknowledgement
         note = self._log.checkpoint_note()
         if note is None:
             self._write_checkpoint(0, [])  # a fresh directory starts at the empty tree
@@ -231,6 +233,8 @@ class Sequencer:
                     witnessed=False,
                 )
         self._size = new_size
+        LOG_INTEGRATED.inc(len(batch.entries))
+        LOG_SIZE.set(new_size)
         if batch.gap is not None:
             raise batch.gap
         requeued = len(batch.dequeue) - len(batch.logged)
@@ -327,6 +331,7 @@ class Sequencer:
 
     def _halt(self, conn: Conn, halt: LogHalted) -> None:
         self.halted = halt
+        LOG_HALTED.labels(reason=halt.code).set(1)
         logger.error(
             "log sequencer halted: %s",
             halt.message,
