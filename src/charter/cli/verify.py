@@ -126,7 +126,10 @@ def verify(
     log_grace: Annotated[
         float,
         typer.Option(
-            "--log-grace", min=0.0, help="With --log: seconds an event may wait for the log."
+            "--log-grace",
+            min=0.0,
+            metavar="SECONDS",
+            help="With --log: how long an event may wait for the log.",
         ),
     ] = 600.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
