@@ -148,3 +148,22 @@ def test_a_log_directory_older_than_the_trusted_checkpoint_is_log_rollback(
     code, report = _verify(world, process_id, "--log", str(old))
     assert code == 1
     assert (None, "log_rollback") in _codes(report)
+
+
+def test_a_trusted_checkpoint_of_the_same_size_with_another_root_is_equivocation(
+    world: LogWorld, tmp_path: Path
+) -> None:
+    from charter.tlog.audit import trust_path
+    from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+
+    _, _, process_id, _ = _chain(world, 2)
+    size = world.log.size()
+    signer = world.settings.signer()  # an attacker with the log key signs a forked tree
+    forged = sign_checkpoint(Checkpoint(signer.name, size, bytes(32)), signer)
+    trusted = trust_path(world.home / "trust", signer.name)
+    trusted.parent.mkdir(parents=True, exist_ok=True)
+    trusted.write_bytes(forged)
+    code, report = _verify(world, process_id, "--log", str(world.settings.directory))
+    assert code == 1
+    assert (None, "checkpoint_equivocation") in _codes(report)
+    trusted.unlink()
