@@ -14,11 +14,12 @@ import pytest
 from charter.db.database import connect
 from charter.tlog.checkpoint import open_checkpoint
 from charter.tlog.entry import LogEntry
-from charter.tlog.note import Ed25519Verifier
+from charter.tlog.merkle import verify_consistency
+from charter.tlog.note import Ed25519Verifier, b64decode
 from charter.tlog.policy import parse_policy
 from charter.tlog.proof import TlogProof, verify_proof
 from tests.acceptance.logworld import LogWorld, append_one
-from tests.acceptance.processes import free_port, start_charter, wait_healthy
+from tests.acceptance.processes import free_port, run_charter, start_charter, wait_healthy
 from tests.conftest import create_database, drop_database, unique_name
 
 
@@ -87,6 +88,18 @@ def test_serve_sequences_and_serves_the_log(world: LogWorld) -> None:
             append_one(conn, actor, version, process_id)
             conn.commit()
         assert _size(api, 4)["size"] == 4
+        later = open_checkpoint(
+            httpx.get(f"{api}/v1/log/checkpoint").content, [Ed25519Verifier.from_vkey(vkey)]
+        ).checkpoint
+        lines = httpx.get(f"{api}/v1/log/consistency", params={"from": 3, "to": 4}).text
+        proof = [b64decode(line) for line in lines.splitlines()]
+        verify_consistency(3, 4, proof, opened.checkpoint.root, later.root)
+        too_far = httpx.get(f"{api}/v1/log/consistency", params={"from": 3, "to": 9})
+        assert too_far.json()["error"]["code"] == "log_proof_range"
+
+        cli = run_charter("log", "proof", hashes[1], env=world.env())
+        assert cli.returncode == 0, cli.stderr
+        assert cli.stdout == httpx.get(f"{api}/v1/log/proof/{hashes[1]}").text
         metrics = httpx.get(f"{api}/metrics").text
         assert "charter_log_size 4.0" in metrics
         assert "charter_log_entries_integrated_total 4.0" in metrics

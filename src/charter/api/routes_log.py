@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
@@ -19,16 +19,14 @@ from charter.api.auth import bearer, require
 from charter.api.state import Services, services
 from charter.core.errors import Malformed
 from charter.db.database import Role
-from charter.db.queries import query
 from charter.tlog import metrics as _log_metrics  # noqa: F401 (its families on /metrics)
 from charter.tlog import store
 from charter.tlog.config import LogSettings
-from charter.tlog.errors import LogNotConfigured, NotLogged, TileMissing
+from charter.tlog.errors import LogNotConfigured, TileMissing
 from charter.tlog.logdir import LogDirectory
-from charter.tlog.merkle import prove_inclusion
-from charter.tlog.proof import build_proof
+from charter.tlog.serving import consistency_proof, inclusion_proof
 from charter.tlog.status import log_status
-from charter.tlog.tiles import TileHashReader, parse_tile_path
+from charter.tlog.tiles import parse_tile_path
 
 router = APIRouter(prefix="/v1/log", tags=["transparency log"])
 
@@ -88,18 +86,18 @@ def proof(event_hash: str, log: Log, context: Annotated[Services, Depends(servic
     if not _HEX64.fullmatch(event_hash):
         raise Malformed("the event hash is 64 lowercase hex characters")
     with context.database.connection(Role.READER) as conn:
-        row = conn.execute(query("log_index_of"), {"event_hash": event_hash}).fetchone()
-    note = log.checkpoint_note()
-    checkpoint = log.checkpoint()
-    if row is None or note is None or checkpoint is None:
-        raise NotLogged(f"the event {event_hash} is not in the log yet")
-    index = cast(int, row[0])
-    size = checkpoint.size
-    if index >= size or log.entries(index, index + 1, size)[0].event_hash.hex() != event_hash:
-        raise NotLogged(f"the event {event_hash} is not in the published log")
-    path = prove_inclusion(index, checkpoint.size, TileHashReader(log.tiles, checkpoint.size))
-    text = build_proof(index, path, note).encode()
+        index = store.index_of(conn, event_hash)
+    text = inclusion_proof(log, index, event_hash)
     return Response(text, media_type=_TEXT, headers={"Cache-Control": _LATEST})
+
+
+@router.get("/consistency", response_class=Response)
+def consistency(log: Log, from_: Annotated[int, Query(alias="from", ge=0)],
+                to: Annotated[int, Query(ge=0)]) -> Response:  # fmt: skip
+    """Base64 RFC 6962 consistency proof lines from tree size `from` to `to` (a
+    convenience: the tiles suffice to compute it)."""
+    text = consistency_proof(log, from_, to)
+    return Response(text, media_type=_TEXT, headers={"Cache-Control": _IMMUTABLE})
 
 
 @router.get("/status")

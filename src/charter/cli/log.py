@@ -121,3 +121,20 @@ def status(
         return
     for key, value in report.items():
         typer.echo(f"{key:13} {value}")
+
+
+@app.command("proof")
+def proof(
+    event_hash: Annotated[str, typer.Argument(help="The event's hash (64 hex).")],
+) -> None:
+    """Print a c2sp.org/tlog-proof@v1 of the event against the latest checkpoint."""
+    from charter.db.database import Role, connect
+    from charter.db.embedded import database_url
+    from charter.tlog import store
+    from charter.tlog.serving import inclusion_proof
+
+    event_hash = event_hash.strip().lower()
+    with database_url(Settings.from_env()) as url, connect(url, Role.READER) as conn:
+        index = store.index_of(conn, event_hash)
+    log = LogDirectory(LogSettings.from_env().directory)
+    typer.echo(inclusion_proof(log, index, event_hash), nl=False)

@@ -103,3 +103,9 @@ def record_halt(conn: Conn, *, code: str, message: str, detail: Mapping[str, obj
 def pending_count(conn: Conn) -> tuple[int, float]:
     row = conn.execute(query("log_pending_count")).fetchone()
     return (int(cast(int, row[0])), float(cast(float, row[1]))) if row else (0, 0.0)
+
+
+def index_of(conn: Conn, event_hash: str) -> int | None:
+    """The leaf index recorded for an event, or None."""
+    row = conn.execute(query("log_index_of"), {"event_hash": event_hash}).fetchone()
+    return None if row is None else int(cast(int, row[0]))

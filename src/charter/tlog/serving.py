@@ -1,0 +1,37 @@
+"""Proofs served from the log directory: what the HTTP routes and `charter log` answer."""
+
+from __future__ import annotations
+
+from charter.tlog.errors import NotLogged, ProofRange
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.merkle import prove_consistency, prove_inclusion
+from charter.tlog.note import b64encode
+from charter.tlog.proof import build_proof
+from charter.tlog.tiles import TileHashReader
+
+
+def inclusion_proof(log: LogDirectory, index: int | None, event_hash: str) -> str:
+    """The tlog-proof@v1 text of the event at `index` against the latest checkpoint.
+
+    `index` comes from a cache (the database's `log_entries`): the entry bundle must hold
+    `event_hash` there, or the event is `not_logged` as far as the published log goes.
+    """
+    note = log.checkpoint_note()
+    checkpoint = log.checkpoint()
+    if index is None or note is None or checkpoint is None:
+        raise NotLogged(f"the event {event_hash} is not in the log yet")
+    size = checkpoint.size
+    if index >= size or log.entries(index, index + 1, size)[0].event_hash.hex() != event_hash:
+        raise NotLogged(f"the event {event_hash} is not in the published log")
+    path = prove_inclusion(index, size, TileHashReader(log.tiles, size))
+    return build_proof(index, path, note).encode()
+
+
+def consistency_proof(log: LogDirectory, old_size: int, new_size: int) -> str:
+    """RFC 6962 consistency proof lines (base64, one per line) between two tree sizes."""
+    size = log.size()
+    if not 0 <= old_size <= new_size <= size:
+        raise ProofRange(f"no consistency proof from {old_size} to {new_size} (log size {size})")
+    # Complete subtrees below new_size are the same in the current tree, whose tiles exist.
+    proof = prove_consistency(old_size, new_size, TileHashReader(log.tiles, size))
+    return "".join(b64encode(h) + "\n" for h in proof)
