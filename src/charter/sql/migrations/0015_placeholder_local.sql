@@ -1,1 +1,0 @@
-SELECT 1; -- local placeholder for another helper's migration; never committed
