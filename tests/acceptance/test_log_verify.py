@@ -117,6 +117,8 @@ def test_an_event_not_yet_logged_is_informational_unless_required(world: LogWorl
     assert _codes(report) == [(3, "not_logged")]
     code, report = _verify(world, process_id, "--log", log, "--require-log")
     assert code == 0  # within the grace period
+    text = run_charter("verify", process_id, "--log", log, env=world.env()).stdout
+    assert "latest logged seq 2, 1 event(s) not logged yet" in text
 
 
 def test_verify_all_with_the_log_lists_each_truncated_process(world: LogWorld) -> None:

@@ -159,10 +159,12 @@ def verify(
         if process_id is not None:
             report = verify_process(database, process_id, replay=bool(replay))
             extra: JsonObject | None = None
+            notes: list[str] = []
             if check is not None:
                 report, summary = check(process_id, report)
                 extra = {"log": cast(JsonObject, summary)}
-            raise typer.Exit(_show(process_id, report, as_json=as_json, extra=extra))
+                notes = _log_notes(summary)
+            raise typer.Exit(_show(process_id, report, as_json=as_json, extra=extra, notes=notes))
         workers = default_jobs() if jobs is None else jobs
         raise typer.Exit(
             _verify_all(database, replay=bool(replay), as_json=as_json, jobs=workers, check=check)
@@ -176,6 +178,17 @@ def export(
     with database_url(Settings.from_env()) as url, Database(url, max_size=1) as database:
         bundle = export_bundle(database, process_id)
     _write_json(bundle, indent=1)
+
+
+def _log_notes(summary: dict[str, object]) -> list[str]:
+    if not summary:
+        return []
+    latest = summary["latest_in_log"]
+    seq = latest["seq"] if isinstance(latest, dict) else "none"
+    return [
+        f"log: {summary['origin']} at size {summary['checkpoint_size']}: latest logged seq"
+        f" {seq}, {summary['unlogged']} event(s) not logged yet"
+    ]
 
 
 def _pinned_keys(values: list[str]) -> tuple[str, ...]:
