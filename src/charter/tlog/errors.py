@@ -172,3 +172,10 @@ class LogQueueForged(LogHalted):
     """A queued row names no genuine event (no row, or a hash that does not recompute)."""
 
     code = "log_queue_forged"
+
+
+class LogDirectoryMoved(TlogError):
+    """The log directory changed under this sequencer (another writer): start again."""
+
+    code = "log_directory_moved"
+    http_status = 409

@@ -31,6 +31,7 @@ from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.errors import (
     DbBehindLog,
     LogBehindDb,
+    LogDirectoryMoved,
     LogGap,
     LogHalted,
     LogQueueForged,
@@ -212,6 +213,12 @@ class Sequencer:
             pending = store.pending_batch(conn, limit=BATCH_LIMIT)
         batch = self._check(conn, pending)
         old_size = self._size
+        if batch.entries and self._log.size() != old_size:
+            # Only a second writer moves it: a leader whose session died while it worked.
+            # Not a halt: starting again reconciles the directory and the database.
+            raise LogDirectoryMoved(
+                f"the log directory is at size {self._log.size()}, not {old_size}"
+            )
         new_size = old_size + len(batch.entries)
         note = b""
         if batch.entries:
