@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import threading
@@ -137,6 +138,19 @@ def test_a_restored_backup_halts_the_sequencer_with_db_behind_log(
                 "SELECT code FROM system_log WHERE kind = 'log.halted'"
             ).fetchall()
         assert logged == [("db_behind_log",)]
+
+        heads = "SELECT id, seq FROM processes"
+        with connect(world.url) as now, connect(restored) as then:
+            moved = set(now.execute(heads).fetchall()) - set(then.execute(heads).fetchall())
+        verified = run_charter(
+            "verify", "--all", "--jobs", "1", "--log", str(world.settings.directory), "--json",
+            env={**world.env(), "CHARTER_DATABASE_URL": restored},
+        )  # fmt: skip
+        assert moved
+        assert verified.returncode == 1, verified.stderr
+        failed = json.loads(verified.stdout)["failed"]
+        assert {f["process"] for f in failed} == {str(pid) for pid, _ in moved}
+        assert all([p["code"] for p in f["problems"]] == ["log_truncated"] for f in failed)
     finally:
         drop_database(pg_admin_url, name)
 
