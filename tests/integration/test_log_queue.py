@@ -3,19 +3,30 @@ one sequencer tick in process over it."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
+from charter.api.app import create_app
 from charter.core.errors import Duplicate
 from charter.db.database import Database, Role, connect
 from charter.tlog.entry import LogEntry
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import root_of
 from charter.tlog.note import Ed25519Signer
+from charter.tlog.policy import parse_policy
+from charter.tlog.proof import TlogProof, verify_proof
 from charter.tlog.sequencer import Sequencer
-from tests.integration.world import ONBOARDING, World, new_process_id, onboarding_definition
+from tests.integration.world import (
+    ONBOARDING,
+    World,
+    new_process_id,
+    onboarding_definition,
+    scratch_database,
+)
 
 SALT = bytes(range(32))
 
@@ -66,3 +77,45 @@ def test_accepted_events_are_queued_and_one_tick_logs_them(world: World, tmp_pat
     assert checkpoint.size == len(entries)
     assert checkpoint.root == root_of([e.leaf_hash() for e in entries])
     assert log.entries(0, checkpoint.size) == entries
+
+
+def test_wait_log_answers_with_a_receipt_that_verifies(
+    pg_admin_url: str, template_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHARTER_LOG_DIR", str(tmp_path / "log"))
+    signer = Ed25519Signer.generate("test/receipts")
+    policy = parse_policy(f"log {signer.verifier().vkey}\nquorum none\n")
+    with scratch_database(pg_admin_url, template_database) as database:
+        world = World(database)
+        world.deploy(ONBOARDING, onboarding_definition())
+        world.actor("ada", "customer")
+        log = LogDirectory(tmp_path / "log")
+        sequencer = Sequencer(database.url, log, signer, SALT, batch_ms=20)
+        stop = threading.Event()
+        thread = threading.Thread(target=sequencer.run, args=(stop,))
+        thread.start()
+        try:
+            with TestClient(create_app(database, engine=world.engine)) as http:
+                pid = new_process_id()
+                body = world.signed("ada", "open", pid, None, input_={"name": "Ada"}).to_json()
+                answer = http.post("/v1/events?wait=log&timeout=20", json=body)
+                assert answer.status_code == 201, answer.text
+                receipt = answer.json()["log"]
+                entry = LogEntry.for_event(
+                    log_salt=SALT, process_id=pid, seq=1, event_hash_hex=answer.json()["hash"]
+                )
+                proof = TlogProof.parse(receipt["proof"])
+                assert proof.index == receipt["index"]
+                verify_proof(proof, entry.leaf_hash(), policy)
+
+                bad = http.post("/v1/events?wait=soon", json=body)
+                assert (bad.status_code, bad.json()["error"]["code"]) == (400, "malformed")
+                stop.set()
+                thread.join()
+                other = world.signed("ada", "open", new_process_id(), None, input_={"name": "B"})
+                late = http.post("/v1/events?wait=log&timeout=0", json=other.to_json())
+                assert late.status_code == 201
+                assert late.json()["log"] is None  # nobody sequences: still accepted
+        finally:
+            stop.set()
+            thread.join()
