@@ -97,6 +97,13 @@ def test_serve_sequences_and_serves_the_log(world: LogWorld) -> None:
         too_far = httpx.get(f"{api}/v1/log/consistency", params={"from": 3, "to": 9})
         assert too_far.json()["error"]["code"] == "log_proof_range"
 
+        copy = world.home / "http-mirror"
+        mirrored = run_charter("log", "mirror", f"{api}/v1/log/", str(copy), env=world.env())
+        assert mirrored.returncode == 0, mirrored.stderr
+        assert (copy / "checkpoint").read_bytes() == (
+            world.settings.directory / "checkpoint"
+        ).read_bytes()
+
         cli = run_charter("log", "proof", hashes[1], env=world.env())
         assert cli.returncode == 0, cli.stderr
         assert cli.stdout == httpx.get(f"{api}/v1/log/proof/{hashes[1]}").text

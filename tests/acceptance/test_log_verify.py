@@ -169,3 +169,38 @@ def test_a_trusted_checkpoint_of_the_same_size_with_another_root_is_equivocation
     assert code == 1
     assert (None, "checkpoint_equivocation") in _codes(report)
     trusted.unlink()
+
+
+def test_mirror_copies_a_verified_log_and_refuses_a_fork(world: LogWorld, tmp_path: Path) -> None:
+    import shutil
+
+    from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+    from charter.tlog.logdir import LogDirectory
+    from charter.tlog.merkle import leaf_hash, root_of
+    from charter.tlog.tiles import build_tiles
+
+    _, _, process_id, _ = _chain(world, 3)
+    copy = tmp_path / "mirror"
+    source = str(world.settings.directory)
+    done = run_charter("log", "mirror", source, str(copy), env=world.env())
+    assert done.returncode == 0, done.stderr
+    size = world.log.size()
+    assert f"mirrored size {size} (was 0)" in done.stdout
+    code, report = _verify(world, process_id, "--log", str(copy))
+    assert (code, report["log"]["checkpoint_size"]) == (0, size)
+
+    # A log holder (A2) rewrites the directory: same size, another tree, signed anew.
+    forked = tmp_path / "forked"
+    shutil.copytree(world.settings.directory, forked)
+    entries = [e.encode() for e in LogDirectory(forked).entries(0, size)]
+    entries[-1] = entries[-1][:-1] + bytes([entries[-1][-1] ^ 1])
+    for path, data in build_tiles(entries).items():
+        (forked / path).write_bytes(data)
+    signer = world.settings.signer()
+    root = root_of([leaf_hash(e) for e in entries])
+    (forked / "checkpoint").write_bytes(
+        sign_checkpoint(Checkpoint(signer.name, size, root), signer)
+    )
+    refused = run_charter("log", "mirror", str(forked), str(copy), env=world.env())
+    assert refused.returncode == 3, refused.stderr
+    assert "checkpoint_equivocation" in refused.stderr

@@ -6,6 +6,7 @@ import json
 import secrets
 import signal
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -138,3 +139,36 @@ def proof(
         index = store.index_of(conn, event_hash)
     log = LogDirectory(LogSettings.from_env().directory)
     typer.echo(inclusion_proof(log, index, event_hash), nl=False)
+
+
+@app.command("mirror")
+def mirror(
+    source: Annotated[str, typer.Argument(help="A log directory or the log's URL (…/v1/log/).")],
+    destination: Annotated[Path, typer.Argument(help="The mirror directory.", file_okay=False)],
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="The tlog-policy (default: as charter verify --log).",
+                     dir_okay=False, show_default=False),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="CHARTER_TOKEN", help="log:read token.")
+    ] = None,
+) -> None:  # fmt: skip
+    """Copy a log after checking it: policy, every tile against the root, consistency with
+    what the mirror held, no two entries for one seq. Exits 3 when the source is refused."""
+    from charter.cli.verify_log import default_policy
+    from charter.tlog.mirror import MirrorRefused
+    from charter.tlog.mirror import mirror as copy_log
+    from charter.tlog.policy import parse_policy
+
+    path = policy or default_policy(Settings.from_env(), LogSettings.from_env())
+    try:
+        trusted = parse_policy(path.read_bytes())
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the policy {path}: {exc}") from None
+    try:
+        result = copy_log(source, destination, trusted, token)
+    except MirrorRefused as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(HALT_EXIT) from None
+    typer.echo(f"mirrored size {result.size} (was {result.old_size}), {result.written} files")
