@@ -4,6 +4,7 @@ one sequencer tick in process over it."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,53 @@ def test_wait_log_answers_with_a_receipt_that_verifies(
         finally:
             stop.set()
             thread.join()
+
+
+def test_the_publish_hook_retries_until_published_and_halts_behind_a_witness(
+    pg_admin_url: str, template_database: str, tmp_path: Path
+) -> None:
+    from charter.tlog.checkpoint import Checkpoint
+    from charter.tlog.errors import CheckpointNotPublished, LogBehindWitness
+
+    calls: list[int] = []
+
+    def witnesses(note: bytes, checkpoint: Checkpoint, old_size: int) -> bytes:
+        calls.append(checkpoint.size)
+        if len(calls) == 1:
+            raise CheckpointNotPublished("no quorum yet")
+        if checkpoint.size > 1:
+            raise LogBehindWitness("w1 holds size 9")
+        return note
+
+    with scratch_database(pg_admin_url, template_database) as database:
+        world = World(database)
+        world.deploy(ONBOARDING, onboarding_definition())
+        world.actor("ada", "customer")
+        world.submit("ada", "open", new_process_id(), None, input_={"name": "Ada"})
+        log = LogDirectory(tmp_path / "log")
+        signer = Ed25519Signer.generate("test/hook")
+        sequencer = Sequencer(database.url, log, signer, SALT, batch_ms=10, publish=witnesses)
+        stop = threading.Event()
+        result: list[object] = []
+
+        def run() -> None:
+            result.append(sequencer.run(stop))
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            deadline = 200
+            while log.size() < 1 and deadline:  # retried after "no quorum yet"
+                time.sleep(0.05)
+                deadline -= 1
+            assert log.size() == 1
+            world.submit("ada", "open", new_process_id(), None, input_={"name": "Bo"})
+            thread.join(timeout=30)
+        finally:
+            stop.set()
+            thread.join()
+        [halt] = result
+        assert isinstance(halt, LogBehindWitness)
+        assert log.size() == 1  # the checkpoint a witness refused was never written
+        assert log.halted() == {"code": "log_behind_witness", "message": "w1 holds size 9"}
+        assert calls[:2] == [1, 1]

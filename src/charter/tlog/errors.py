@@ -179,3 +179,10 @@ class LogDirectoryMoved(TlogError):
 
     code = "log_directory_moved"
     http_status = 409
+
+
+class CheckpointNotPublished(TlogError):
+    """The witnesses did not reach the quorum for this checkpoint yet: retry next tick."""
+
+    code = "checkpoint_not_published"
+    http_status = 503

@@ -29,6 +29,7 @@ from charter.tlog import store
 from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
 from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.errors import (
+    CheckpointNotPublished,
     DbBehindLog,
     LogBehindDb,
     LogDirectoryMoved,
@@ -39,7 +40,7 @@ from charter.tlog.errors import (
 )
 from charter.tlog.heads import Head, HeadIndex
 from charter.tlog.logdir import LogDirectory
-from charter.tlog.merkle import tree_root
+from charter.tlog.merkle import EMPTY_ROOT, tree_root
 from charter.tlog.metrics import LOG_HALTED, LOG_INTEGRATED, LOG_SIZE
 from charter.tlog.note import Ed25519Signer
 from charter.tlog.tiles import TileHashReader, append_tiles
@@ -53,7 +54,10 @@ STANDBY_SECONDS = 1.0
 
 Publish = Callable[[bytes, Checkpoint, int], bytes]
 """`publish(signed_note, checkpoint, old_size)`: the note to write, with any witness
-cosignatures (the witness step plugs in here; it raises `LogBehindWitness`)."""
+cosignatures, called after the tiles are written (so consistency proofs can be read from
+them) and before the checkpoint is. The witness step plugs in here: it raises
+`CheckpointNotPublished` while the quorum is not met (retried next tick) and
+`LogBehindWitness` when a witness holds a larger tree (a halt)."""
 
 
 def _unwitnessed(note: bytes, checkpoint: Checkpoint, old_size: int) -> bytes:
@@ -126,7 +130,15 @@ class Sequencer:
             try:
                 self.start(conn)
                 while not stop.is_set():
-                    result = self.tick(conn)
+                    try:
+                        result = self.tick(conn)
+                    except CheckpointNotPublished as exc:
+                        # Tiles are written, the checkpoint is not: the next tick builds
+                        # the same batch again (its rows are still queued).
+                        logger.warning("checkpoint not published: %s", exc.message,
+                                       extra={"action": "log.unpublished"})  # fmt: skip
+                        stop.wait(self._batch_s)
+                        continue
                     if result.appended + result.requeued < BUSY_BATCH:
                         stop.wait(self._batch_s)
             except LogHalted as halt:
@@ -142,8 +154,9 @@ class Sequencer:
         self._log.clear_halt()
         LOG_HALTED.clear()  # a restart is the operator's acknowledgement
         note = self._log.checkpoint_note()
-        if note is None:
-            self._write_checkpoint(0, [])  # a fresh directory starts at the empty tree
+        if note is None:  # a fresh directory starts at the empty tree (nothing to witness)
+            empty = Checkpoint(self.origin, 0, EMPTY_ROOT)
+            self._log.write_checkpoint(sign_checkpoint(empty, self._signer))
             note = self._log.checkpoint_note()
         checkpoint = self._log.checkpoint()
         assert checkpoint is not None
