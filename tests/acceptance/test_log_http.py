@@ -104,6 +104,13 @@ def test_serve_sequences_and_serves_the_log(world: LogWorld) -> None:
             world.settings.directory / "checkpoint"
         ).read_bytes()
 
+        old_proof = httpx.get(f"{api}/v1/log/proof/{hashes[1]}", params={"size": 3}).text
+        assert verify_proof(TlogProof.parse(old_proof), entry.leaf_hash(), policy).checkpoint == (
+            opened.checkpoint
+        )
+        never = httpx.get(f"{api}/v1/log/proof/{hashes[1]}", params={"size": 2})
+        assert (never.status_code, never.json()["error"]["code"]) == (404, "not_logged")
+
         cli = run_charter("log", "proof", hashes[1], env=world.env())
         assert cli.returncode == 0, cli.stderr
         assert cli.stdout == httpx.get(f"{api}/v1/log/proof/{hashes[1]}").text

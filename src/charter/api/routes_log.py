@@ -22,7 +22,7 @@ from charter.db.database import Role
 from charter.tlog import metrics as _log_metrics  # noqa: F401 (its families on /metrics)
 from charter.tlog import store
 from charter.tlog.config import LogSettings
-from charter.tlog.errors import LogNotConfigured, TileMissing
+from charter.tlog.errors import LogNotConfigured, NotLogged, TileMissing
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.serving import consistency_proof, inclusion_proof
 from charter.tlog.status import log_status
@@ -81,13 +81,23 @@ def tile(path: str, log: Log) -> Response:
 
 
 @router.get("/proof/{event_hash}", response_class=Response)
-def proof(event_hash: str, log: Log, context: Annotated[Services, Depends(services)]) -> Response:
-    """A c2sp.org/tlog-proof@v1 of the event against the latest checkpoint."""
+def proof(
+    event_hash: str,
+    log: Log,
+    context: Annotated[Services, Depends(services)],
+    size: Annotated[int | None, Query(ge=1, description="A checkpoint size to prove against.")]
+    = None,
+) -> Response:  # fmt: skip
+    """A c2sp.org/tlog-proof@v1 of the event against the latest checkpoint (or the one of
+    `size`, as the sequencer recorded it: the proof's reader checks its signatures)."""
     if not _HEX64.fullmatch(event_hash):
         raise Malformed("the event hash is 64 lowercase hex characters")
     with context.database.connection(Role.READER) as conn:
         index = store.index_of(conn, event_hash)
-    text = inclusion_proof(log, index, event_hash)
+        note = None if size is None else store.checkpoint_note(conn, size)
+    if size is not None and note is None:
+        raise NotLogged(f"no checkpoint of size {size} was published")
+    text = inclusion_proof(log, index, event_hash, note)
     return Response(text, media_type=_TEXT, headers={"Cache-Control": _LATEST})
 
 

@@ -109,3 +109,9 @@ def index_of(conn: Conn, event_hash: str) -> int | None:
     """The leaf index recorded for an event, or None."""
     row = conn.execute(query("log_index_of"), {"event_hash": event_hash}).fetchone()
     return None if row is None else int(cast(int, row[0]))
+
+
+def checkpoint_note(conn: Conn, size: int) -> bytes | None:
+    """The signed checkpoint the sequencer recorded for a tree size, or None."""
+    row = conn.execute(query("log_checkpoint_note"), {"size": size}).fetchone()
+    return None if row is None else str(row[0]).encode()

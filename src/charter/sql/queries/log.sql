@@ -63,3 +63,7 @@ SELECT process_id, seq, hash, received_at FROM charter.events ORDER BY process_i
 -- The leaf index the sequencer recorded for an event (a cache: the route checks the
 -- entry in the bundle and the proof is checked against the signed root).
 SELECT idx FROM charter.log_entries WHERE event_hash = %(event_hash)s
+
+-- log_checkpoint_note --
+-- The signed note of the checkpoint of a given size (a cache: the reader checks it).
+SELECT note FROM charter.log_checkpoints WHERE size = %(size)s
