@@ -85,9 +85,10 @@ def proof(
     event_hash: str,
     log: Log,
     context: Annotated[Services, Depends(services)],
-    size: Annotated[int | None, Query(ge=1, description="A checkpoint size to prove against.")]
-    = None,
-) -> Response:  # fmt: skip
+    size: Annotated[
+        int | None, Query(ge=1, description="A checkpoint size to prove against.")
+    ] = None,
+) -> Response:
     """A c2sp.org/tlog-proof@v1 of the event against the latest checkpoint (or the one of
     `size`, as the sequencer recorded it: the proof's reader checks its signatures)."""
     if not _HEX64.fullmatch(event_hash):
@@ -102,8 +103,9 @@ def proof(
 
 
 @router.get("/consistency", response_class=Response)
-def consistency(log: Log, from_: Annotated[int, Query(alias="from", ge=0)],
-                to: Annotated[int, Query(ge=0)]) -> Response:  # fmt: skip
+def consistency(
+    log: Log, from_: Annotated[int, Query(alias="from", ge=0)], to: Annotated[int, Query(ge=0)]
+) -> Response:
     """Base64 RFC 6962 consistency proof lines from tree size `from` to `to` (a
     convenience: the tiles suffice to compute it)."""
     text = consistency_proof(log, from_, to)

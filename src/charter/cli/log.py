@@ -147,13 +147,17 @@ def mirror(
     destination: Annotated[Path, typer.Argument(help="The mirror directory.", file_okay=False)],
     policy: Annotated[
         Path | None,
-        typer.Option("--policy", help="The tlog-policy (default: as charter verify --log).",
-                     dir_okay=False, show_default=False),
+        typer.Option(
+            "--policy",
+            help="The tlog-policy (default: as charter verify --log).",
+            dir_okay=False,
+            show_default=False,
+        ),
     ] = None,
     token: Annotated[
         str | None, typer.Option("--token", envvar="CHARTER_TOKEN", help="log:read token.")
     ] = None,
-) -> None:  # fmt: skip
+) -> None:
     """Copy a log after checking it: policy, every tile against the root, consistency with
     what the mirror held, no two entries for one seq. Exits 3 when the source is refused."""
     from charter.cli.verify_log import default_policy

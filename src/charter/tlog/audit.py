@@ -52,9 +52,14 @@ class LogMirror:
         return process_key(self.salt, process_id)
 
     def check(
-        self, process_id: str, chain: Iterable[ChainEvent], *, now: datetime, grace_s: float,
+        self,
+        process_id: str,
+        chain: Iterable[ChainEvent],
+        *,
+        now: datetime,
+        grace_s: float,
         require: bool,
-    ) -> tuple[list[Problem], dict[str, object]]:  # fmt: skip
+    ) -> tuple[list[Problem], dict[str, object]]:
         """The log problems of one chain, and the report's `log` object."""
         key = self.key(process_id)
         logged = self.entries.get(key, {})

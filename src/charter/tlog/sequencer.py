@@ -135,8 +135,11 @@ class Sequencer:
                     except CheckpointNotPublished as exc:
                         # Tiles are written, the checkpoint is not: the next tick builds
                         # the same batch again (its rows are still queued).
-                        logger.warning("checkpoint not published: %s", exc.message,
-                                       extra={"action": "log.unpublished"})  # fmt: skip
+                        logger.warning(
+                            "checkpoint not published: %s",
+                            exc.message,
+                            extra={"action": "log.unpublished"},
+                        )
                         stop.wait(self._batch_s)
                         continue
                     if result.appended + result.requeued < BUSY_BATCH:
@@ -206,8 +209,14 @@ class Sequencer:
                     index=db_size + offset,
                     event_hash=entry.event_hash.hex(),
                 )
-            logged.append(store.LoggedEvent(db_size + offset, event_hash=entry.event_hash.hex(),
-                                            process_id=event[0], seq=entry.seq))  # fmt: skip
+            logged.append(
+                store.LoggedEvent(
+                    db_size + offset,
+                    event_hash=entry.event_hash.hex(),
+                    process_id=event[0],
+                    seq=entry.seq,
+                )
+            )
         store.record_batch(
             conn,
             logged=logged,
