@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from psycopg import sql
 
-from charter.core.errors import PermissionDenied
+from charter.core.errors import IntegrityViolation, PermissionDenied
 from tests.integration import rows
 from tests.integration.dbcheck import Conn, allowed, refused
 
@@ -30,6 +30,9 @@ TABLES = [
     "run_steps",
     "machines",
     "dpop_proofs",
+    "log_pending",
+    "log_entries",
+    "log_checkpoints",
 ]
 # Configuration the API edits and may delete; everything else is history.
 DELETABLE_BY_ENGINE = {
@@ -40,6 +43,7 @@ DELETABLE_BY_ENGINE = {
     "dpop_proofs",
 }
 ROLES = ["charter_engine", "charter_worker", "charter_reader"]
+LOG_TABLES = ["log_pending", "log_entries", "log_checkpoints"]
 
 
 def _first_column(conn: Conn, table: str) -> str:
@@ -194,3 +198,65 @@ def test_public_has_no_table_privileges(conn: Conn) -> None:
         """
     ).fetchall()
     assert found == []
+
+
+@pytest.mark.parametrize("table", LOG_TABLES)
+def test_the_sequencer_reads_the_log_tables(conn: Conn, table: str) -> None:
+    statement = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
+    allowed(conn, statement, role="charter_sequencer")
+
+
+@pytest.mark.parametrize(
+    ("table", "operation"),
+    [
+        ("log_pending", "DELETE"),
+        ("log_entries", "INSERT"),
+        ("log_checkpoints", "INSERT"),
+    ],
+)
+def test_the_sequencer_writes_only_what_it_owns(conn: Conn, table: str, operation: str) -> None:
+    """It dequeues and records (INSERT ... DEFAULT VALUES fails on NOT NULL, not on rights)."""
+    statement = _write(conn, table, operation)
+    if operation == "INSERT":
+        refused(conn, IntegrityViolation, statement, role="charter_sequencer")
+    else:
+        allowed(conn, statement, role="charter_sequencer")
+
+
+@pytest.mark.parametrize(
+    ("table", "operation"),
+    [
+        ("log_pending", "INSERT"),
+        ("log_pending", "UPDATE"),
+        ("log_pending", "TRUNCATE"),
+        ("log_entries", "UPDATE"),
+        ("log_entries", "DELETE"),
+        ("log_entries", "TRUNCATE"),
+        ("log_checkpoints", "UPDATE"),
+        ("log_checkpoints", "DELETE"),
+        ("events", "INSERT"),
+        ("events", "UPDATE"),
+        ("processes", "UPDATE"),
+    ],
+)
+def test_the_sequencer_cannot_write_anything_else(conn: Conn, table: str, operation: str) -> None:
+    refused(conn, PermissionDenied, _write(conn, table, operation), role="charter_sequencer")
+
+
+def test_the_engine_only_queues_for_the_log(conn: Conn) -> None:
+    refused(conn, PermissionDenied, "DELETE FROM log_pending WHERE false", role="charter_engine")
+    refused(conn, PermissionDenied, _write(conn, "log_entries", "INSERT"), role="charter_engine")
+    refused(
+        conn, PermissionDenied, _write(conn, "log_checkpoints", "INSERT"), role="charter_engine"
+    )
+
+
+def test_every_accepted_event_is_queued_for_the_log(conn: Conn) -> None:
+    conn.execute("SET LOCAL ROLE charter_engine")
+    _, _, process_id, hashes = rows.seed_chain(conn, events=3)
+    conn.execute("RESET ROLE")
+    queued = conn.execute(
+        "SELECT event_hash, seq, prev_hash FROM log_pending WHERE process_id = %s ORDER BY seq",
+        (process_id,),
+    ).fetchall()
+    assert queued == [(hashes[0], 1, None), (hashes[1], 2, hashes[0]), (hashes[2], 3, hashes[1])]

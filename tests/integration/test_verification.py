@@ -461,7 +461,8 @@ def test_cli_bundle_is_verified_offline(
     assert not (tmp_path / "home").exists()
     tampered = tmp_path / "tampered.json"
     bundle = json.loads(bundles[pid].read_text())
-    bundle["events"][1]["signature"] = "0" + bundle["events"][1]["signature"][1:]
+    signature = bundle["events"][1]["signature"]  # a different first digit, always
+    bundle["events"][1]["signature"] = ("1" if signature[0] == "0" else "0") + signature[1:]
     tampered.write_text(json.dumps(bundle))
     result = runner.invoke(_cli(), ["verify", "--bundle", str(tampered), "--json"])
     assert result.exit_code == 1

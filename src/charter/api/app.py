@@ -19,6 +19,7 @@ from charter.api import (
     routes_actors,
     routes_automations,
     routes_events,
+    routes_log,
     routes_machine,
     routes_operator,
     routes_ops,
@@ -102,6 +103,7 @@ def create_app(
         routes_stream,
         routes_webhooks,
         routes_machine,
+        routes_log,
     ):
         app.include_router(module.router)
     # The operator console: static pages over the API above (charter/console).

@@ -20,6 +20,7 @@ from charter.db.database import Role
 
 # auto_error=False: a missing header is our 401 in our shape, not FastAPI's 403.
 _bearer = HTTPBearer(auto_error=False, description="A token from `charter tokens create`.")
+bearer = _bearer  # for routes that decide per request whether a token is needed
 
 
 def require(scope: str) -> Callable[..., TokenInfo]:

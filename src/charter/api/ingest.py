@@ -30,6 +30,7 @@ from charter.core.envelope import parse_submission
 from charter.core.errors import CharterError, Malformed
 from charter.engine.process_event import Engine
 from charter.logs import log_context
+from charter.tlog.receipts import receipt_timeout, wait_for_receipt
 
 PATH = "/v1/events"
 # Starlette's JSONResponse rendering, so both paths answer the same bytes.
@@ -49,6 +50,14 @@ def submit(engine: Engine, body: bytes) -> bytes:
     with log_context(process_id=envelope.process, action=envelope.action):
         accepted = engine.process_event(submission)
     return _ENCODER.encode(accepted.to_json()).encode("utf-8")
+
+
+async def with_receipt(engine: Engine, payload: bytes, timeout: float) -> bytes:
+    """The accepted event's answer plus `"log": {"index", "proof"}`, or `"log": null`
+    if it is not in a published checkpoint within `timeout` seconds."""
+    answer = json.loads(payload)
+    answer["log"] = await wait_for_receipt(engine.database, str(answer["hash"]), timeout)
+    return _ENCODER.encode(answer).encode("utf-8")
 
 
 class EventIngest:
@@ -80,6 +89,7 @@ class EventIngest:
             return
         loop = asyncio.get_running_loop()
         try:
+            wait = receipt_timeout(scope.get("query_string", b""))
             # In a copy of this context: the request id (logs) and the request's span
             # (traces) go with the work into the executor's thread.
             work = contextvars.copy_context()
@@ -88,6 +98,8 @@ class EventIngest:
             response = await charter_error(Request(scope, receive), exc)
             await response(scope, receive, send)
             return
+        if wait is not None:  # off the executor: waiting must not hold up other submissions
+            payload = await with_receipt(self.engine, payload, wait)
         await send(
             {
                 "type": "http.response.start",

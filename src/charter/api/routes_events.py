@@ -7,16 +7,18 @@ Both run `ingest.submit`, so they answer alike.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 
 from charter.api import schemas
 from charter.api.contract import answers
-from charter.api.ingest import PATH, submit
+from charter.api.ingest import PATH, submit, with_receipt
 from charter.api.models import Accepted
 from charter.api.state import Services, services
+from charter.tlog.receipts import receipt_timeout
 
 router = APIRouter(tags=["events"])
 
@@ -46,9 +48,21 @@ async def _submission_body(request: Request) -> bytes:
         },
     ),
 )  # fmt: skip
-def submit_event(
+async def submit_event(
+    request: Request,
     body: Annotated[bytes, Depends(_submission_body)],
     context: Annotated[Services, Depends(services)],
-) -> Response:
+    wait: Annotated[
+        Literal["log"] | None,
+        Query(description="`log`: answer once the event is in a published checkpoint, with"
+              ' `"log": {"index", "proof"}` (`null` on timeout).'),
+    ] = None,
+    timeout: Annotated[float, Query(ge=0, le=30, description="Seconds to wait (wait=log).")]
+    = 5.0,
+) -> Response:  # fmt: skip
     """Append a signed event; no token needed, the signature is the authority."""
-    return Response(submit(context.engine, body), status_code=201, media_type="application/json")
+    wait_for = receipt_timeout(request.scope.get("query_string", b""))
+    payload = await run_in_threadpool(submit, context.engine, body)
+    if wait_for is not None:
+        payload = await with_receipt(context.engine, payload, wait_for)
+    return Response(payload, status_code=201, media_type="application/json")

@@ -37,6 +37,7 @@ SCOPES = frozenset(
         "processes:read",
         "workflows:write",
         "actors:write",
+        "log:read",
         ALL_SCOPES,
     }
 )

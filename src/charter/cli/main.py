@@ -13,6 +13,7 @@ from charter.cli import (
     automations,
     db,
     keys,
+    log,
     machine,
     machines,
     processes,
@@ -38,6 +39,7 @@ app = typer.Typer(
 )
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
+app.add_typer(log.app, name="log")
 app.add_typer(workflows.app, name="workflows")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(actors.app, name="actors")

@@ -24,6 +24,7 @@ from charter.db.database import Database, connect
 from charter.db.embedded import database_url
 from charter.db.migrate import check_migrated
 from charter.engine.process_event import Engine
+from charter.tlog.background import background_sequencer
 
 
 class QuietServer(uvicorn.Server):
@@ -89,23 +90,38 @@ def serve_api(
             check_migrated(conn)
         where = "CHARTER_DATABASE_URL" if settings.database_url else f"embedded, {settings.pgdata}"
         console.print(f"[bold]database[/]  ready ({where}), schema up to date")
-        processes = f", {workers} processes" if workers > 1 else ""
-        listening = (
-            f"[bold]api[/]       http://{host}:{port}  (no worker, no cron admission{processes};"
-            " Ctrl-C stops)"
-        )
-        if workers > 1:
+        with background_sequencer(url) as origin:
+            if origin is not None:
+                console.print(f"[bold]log[/]       sequencing {origin}")
+            _serve_api(url, settings, console, host, port, workers, telemetry)
+    console.print("stopped cleanly")
+
+
+def _serve_api(
+    url: str,
+    settings: Settings,
+    console: Console,
+    host: str,
+    port: int,
+    workers: int,
+    telemetry: Callable[[], None] | None,
+) -> None:
+    processes = f", {workers} processes" if workers > 1 else ""
+    listening = (
+        f"[bold]api[/]       http://{host}:{port}  (no worker, no cron admission{processes};"
+        " Ctrl-C stops)"
+    )
+    if workers > 1:
+        console.print(listening, soft_wrap=True)
+        console.print(f"[bold]console[/]   http://{host}:{port}/console/")
+        serve_workers(url, settings, host, port, workers, telemetry)
+    else:
+        with Database(url, max_size=POOL_SIZE) as database:
+            engine = Engine.from_settings(database, settings)
+            server = api_server(database, engine, settings, host, port)
             console.print(listening, soft_wrap=True)
             console.print(f"[bold]console[/]   http://{host}:{port}/console/")
-            serve_workers(url, settings, host, port, workers, telemetry)
-        else:
-            with Database(url, max_size=POOL_SIZE) as database:
-                engine = Engine.from_settings(database, settings)
-                server = api_server(database, engine, settings, host, port)
-                console.print(listening, soft_wrap=True)
-                console.print(f"[bold]console[/]   http://{host}:{port}/console/")
-                asyncio.run(until_signal(server))
-    console.print("stopped cleanly")
+            asyncio.run(until_signal(server))
 
 
 async def until_signal(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:

@@ -22,6 +22,7 @@ from charter.db.database import Database, Role, connect
 from charter.db.embedded import database_url
 from charter.db.migrate import migrate
 from charter.engine.process_event import Engine
+from charter.tlog.background import background_sequencer
 
 
 def start(
@@ -43,42 +44,56 @@ def start(
         with connect(url) as conn:
             applied = migrate(conn)
         console.print(f"[bold]schema[/]    {len(applied)} migration(s) applied, up to date")
-        # The API's threads, the worker's concurrent firings, cron admission.
-        with Database(url, max_size=max(12, worker_settings.concurrency + 6)) as database:
-            key = ensure_automation_actor(settings, database)
-            secret_where = (
-                "AUTOMATION_ACTOR_SK" if settings.automation_secret_key else key_file(settings)
-            )
-            console.print(
-                f"[bold]automation[/] actor key {key.public_key_hex[:16]}… ({secret_where})"
-            )
-            token_path = _ensure_admin_token(settings, database)
-            console.print(f"[bold]admin token[/] {token_path}")
-            engine = Engine.from_settings(database, settings)
-            worker = AutomationWorker(database, url, key, engine=engine, settings=worker_settings)
-            server = api_server(database, engine, settings, host, port)
-            api_url = f"http://{host}:{port}"
-            console.print(f"[bold]api[/]       {api_url}  (Ctrl-C stops everything)")
-            console.print(f"[bold]console[/]   {api_url}/console/  (sign in with the admin token)")
-            console.print(
-                f"[bold]worker[/]    {worker.worker_id} (lease {worker_settings.lease_seconds} s,"
-                f" {worker_settings.concurrency} at once)"
-            )
-            crons = CronAdmission(database, interval=cron_interval)
-            console.print(f"[bold]cron[/]      admission every {cron_interval:g} s")
-            demo_url = api_url if demo else None
-            asyncio.run(
-                _serve(
-                    server,
-                    worker,
-                    crons,
-                    demo_url=demo_url,
-                    settings=settings,
-                    console=console,
-                    token_path=token_path,
-                )
-            )
+        with background_sequencer(url) as origin:
+            if origin is not None:
+                console.print(f"[bold]log[/]       sequencing {origin}")
+            _run(console, settings, url, host, port, demo, cron_interval, worker_settings)
     console.print("stopped cleanly")
+
+
+def _run(
+    console: Console,
+    settings: Settings,
+    url: str,
+    host: str,
+    port: int,
+    demo: bool,
+    cron_interval: float,
+    worker_settings: WorkerSettings,
+) -> None:
+    # The API's threads, the worker's concurrent firings, cron admission.
+    with Database(url, max_size=max(12, worker_settings.concurrency + 6)) as database:
+        key = ensure_automation_actor(settings, database)
+        secret_where = (
+            "AUTOMATION_ACTOR_SK" if settings.automation_secret_key else key_file(settings)
+        )
+        console.print(f"[bold]automation[/] actor key {key.public_key_hex[:16]}… ({secret_where})")
+        token_path = _ensure_admin_token(settings, database)
+        console.print(f"[bold]admin token[/] {token_path}")
+        engine = Engine.from_settings(database, settings)
+        worker = AutomationWorker(database, url, key, engine=engine, settings=worker_settings)
+        server = api_server(database, engine, settings, host, port)
+        api_url = f"http://{host}:{port}"
+        console.print(f"[bold]api[/]       {api_url}  (Ctrl-C stops everything)")
+        console.print(f"[bold]console[/]   {api_url}/console/  (sign in with the admin token)")
+        console.print(
+            f"[bold]worker[/]    {worker.worker_id} (lease {worker_settings.lease_seconds} s,"
+            f" {worker_settings.concurrency} at once)"
+        )
+        crons = CronAdmission(database, interval=cron_interval)
+        console.print(f"[bold]cron[/]      admission every {cron_interval:g} s")
+        demo_url = api_url if demo else None
+        asyncio.run(
+            _serve(
+                server,
+                worker,
+                crons,
+                demo_url=demo_url,
+                settings=settings,
+                console=console,
+                token_path=token_path,
+            )
+        )
 
 
 async def _serve(

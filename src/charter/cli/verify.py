@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.console import Console
@@ -32,6 +32,9 @@ from charter.db.embedded import database_url
 from charter.engine.evidence import Problem, VerificationReport
 from charter.engine.verification import export_bundle, process_ids, verify_bundle, verify_process
 from charter.engine.verification_pool import default_jobs, verify_processes
+
+if TYPE_CHECKING:
+    from charter.cli.verify_log import LogCheck
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -86,6 +89,50 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--log",
+            help="Also check each chain against this transparency-log mirror (a log"
+            " directory): log_truncated, log_fork, not_logged.",
+            file_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="With --log: the tlog-policy to trust (default $CHARTER_HOME/trust/"
+            "charter.policy, else the one `charter log init` wrote).",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    salt: Annotated[
+        Path | None,
+        typer.Option(
+            "--salt",
+            help="With --log: the log salt file (default CHARTER_LOG_SALT_FILE).",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    require_log: Annotated[
+        bool,
+        typer.Option(
+            "--require-log", help="With --log: events not logged past the grace are problems."
+        ),
+    ] = False,
+    log_grace: Annotated[
+        float,
+        typer.Option(
+            "--log-grace",
+            min=0.0,
+            metavar="SECONDS",
+            help="With --log: how long an event may wait for the log.",
+        ),
+    ] = 600.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Verify hashes, signatures, seq, links, spawn causes, automation provenance and heads;
@@ -101,12 +148,28 @@ def verify(
         raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, as_json=as_json))
     if automation_keys:
         raise typer.BadParameter("--automation-key applies only to --bundle FILE")
+    if log_dir is None and (policy or salt or require_log):
+        raise typer.BadParameter("--policy, --salt and --require-log apply only with --log")
     with database_url(Settings.from_env()) as url, Database(url, max_size=2) as database:
+        check = None
+        if log_dir is not None:
+            from charter.cli.verify_log import log_check
+
+            check = log_check(database, log_dir, policy_file=policy, salt_file=salt,
+                              require=require_log, grace_s=log_grace)  # fmt: skip
         if process_id is not None:
             report = verify_process(database, process_id, replay=bool(replay))
-            raise typer.Exit(_show(process_id, report, as_json=as_json))
+            extra: JsonObject | None = None
+            notes: list[str] = []
+            if check is not None:
+                report, summary = check(process_id, report)
+                extra = {"log": cast(JsonObject, summary)}
+                notes = _log_notes(summary)
+            raise typer.Exit(_show(process_id, report, as_json=as_json, extra=extra, notes=notes))
         workers = default_jobs() if jobs is None else jobs
-        raise typer.Exit(_verify_all(database, replay=bool(replay), as_json=as_json, jobs=workers))
+        raise typer.Exit(
+            _verify_all(database, replay=bool(replay), as_json=as_json, jobs=workers, check=check)
+        )
 
 
 def export(
@@ -116,6 +179,17 @@ def export(
     with database_url(Settings.from_env()) as url, Database(url, max_size=1) as database:
         bundle = export_bundle(database, process_id)
     _write_json(bundle, indent=1)
+
+
+def _log_notes(summary: dict[str, object]) -> list[str]:
+    if not summary:
+        return []
+    latest = summary["latest_in_log"]
+    seq = latest["seq"] if isinstance(latest, dict) else "none"
+    return [
+        f"log: {summary['origin']} at size {summary['checkpoint_size']}: latest logged seq"
+        f" {seq}, {summary['unlogged']} event(s) not logged yet"
+    ]
 
 
 def _pinned_keys(values: list[str]) -> tuple[str, ...]:
@@ -196,7 +270,9 @@ def _show(
     return status
 
 
-def _verify_all(database: Database, *, replay: bool, as_json: bool, jobs: int) -> int:
+def _verify_all(
+    database: Database, *, replay: bool, as_json: bool, jobs: int, check: LogCheck | None = None
+) -> int:
     ids = process_ids(database)
     failed: list[tuple[str, VerificationReport]] = []
     events = 0
@@ -213,6 +289,8 @@ def _verify_all(database: Database, *, replay: bool, as_json: bool, jobs: int) -
         task = progress.add_task("verify", total=len(ids))
         reports = verify_processes(database, ids, replay=replay, jobs=jobs)
         for process_id, report in zip(ids, reports, strict=True):
+            if check is not None:
+                report, _ = check(process_id, report)
             events += report.events
             if not report.ok:
                 failed.append((process_id, report))

@@ -15,6 +15,9 @@ ENVIRONMENT_VARIABLE = "CHARTER_CRASH_POINT"
 # The windows tests aim at, named where they are.
 FIRED_BEFORE_BOOKKEEPING = "automation.fired_before_bookkeeping"
 STEP_RETURNED_BEFORE_JOURNAL = "machine.step_returned_before_journal"
+LOG_AFTER_TILES = "log.after_tiles"  # tiles written, checkpoint not yet
+LOG_AFTER_CHECKPOINT = "log.after_checkpoint"  # checkpoint renamed, head index not updated
+LOG_BEFORE_DB_COMMIT = "log.before_db_commit"  # files done, database not yet told
 
 
 def crash_point(name: str) -> None:

@@ -28,6 +28,7 @@ class Role(StrEnum):
     ENGINE = "charter_engine"
     WORKER = "charter_worker"
     READER = "charter_reader"
+    SEQUENCER = "charter_sequencer"
 
 
 def conninfo(url: str, *, application_name: str = "charter") -> str:

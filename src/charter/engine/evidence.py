@@ -44,6 +44,16 @@ CODES = frozenset(
         "provenance_undeclared",
         "provenance_duplicate",
         "provenance_inconsistent",
+        # Checks against a transparency-log mirror (charter.tlog.audit).
+        "log_truncated",
+        "log_fork",
+        "not_logged",
+        "log_equivocation",
+        "log_rollback",
+        "checkpoint_equivocation",
+        "checkpoint_untrusted",
+        "log_proof_invalid",
+        "tile_missing",
     }
 )
 

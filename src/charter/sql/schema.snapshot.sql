@@ -1,7 +1,7 @@
 -- Charter schema snapshot, rendered from the catalogs by `charter db schema`.
 -- Do not edit: tests/migration checks that migrating from zero reproduces it.
 
--- schema charter: USAGE TO charter_engine, USAGE TO charter_reader, USAGE TO charter_worker
+-- schema charter: USAGE TO charter_engine, USAGE TO charter_reader, USAGE TO charter_sequencer, USAGE TO charter_worker
 
 
 CREATE TABLE charter.actor_keys (
@@ -198,10 +198,68 @@ ALTER TABLE charter.events ADD CONSTRAINT hash_is_envelope_hash CHECK ((hash = e
 CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON charter.events FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER events_extend_head BEFORE INSERT ON charter.events FOR EACH ROW EXECUTE FUNCTION event_extends_head();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON charter.events FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER events_queue_for_log AFTER INSERT ON charter.events REFERENCING NEW TABLE AS accepted FOR EACH STATEMENT EXECUTE FUNCTION queue_logged_events_v1();
 GRANT INSERT ON charter.events TO charter_engine;
 GRANT SELECT ON charter.events TO charter_engine;
 GRANT SELECT ON charter.events TO charter_reader;
+GRANT SELECT ON charter.events TO charter_sequencer;
 GRANT SELECT ON charter.events TO charter_worker;
+
+CREATE TABLE charter.log_checkpoints (
+    size bigint NOT NULL,
+    root text NOT NULL,
+    note text NOT NULL,
+    witnessed boolean NOT NULL,
+    signed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.log_checkpoints ADD CONSTRAINT log_checkpoints_pkey PRIMARY KEY (size);
+ALTER TABLE charter.log_checkpoints ADD CONSTRAINT log_checkpoints_root_check CHECK ((root ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.log_checkpoints ADD CONSTRAINT log_checkpoints_size_check CHECK ((size >= 0));
+CREATE TRIGGER log_checkpoints_append_only BEFORE DELETE OR UPDATE ON charter.log_checkpoints FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER log_checkpoints_no_truncate BEFORE TRUNCATE ON charter.log_checkpoints FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT SELECT ON charter.log_checkpoints TO charter_engine;
+GRANT SELECT ON charter.log_checkpoints TO charter_reader;
+GRANT INSERT ON charter.log_checkpoints TO charter_sequencer;
+GRANT SELECT ON charter.log_checkpoints TO charter_sequencer;
+GRANT SELECT ON charter.log_checkpoints TO charter_worker;
+
+CREATE TABLE charter.log_entries (
+    idx bigint NOT NULL,
+    event_hash text NOT NULL,
+    process_id text NOT NULL,
+    seq integer NOT NULL
+);
+ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_event_hash_fkey FOREIGN KEY (event_hash) REFERENCES events(hash);
+ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_event_hash_key UNIQUE (event_hash);
+ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_idx_check CHECK ((idx >= 0));
+ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_pkey PRIMARY KEY (idx);
+ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_process_id_seq_key UNIQUE (process_id, seq);
+ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_seq_check CHECK ((seq >= 1));
+CREATE TRIGGER log_entries_append_only BEFORE DELETE OR UPDATE ON charter.log_entries FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER log_entries_no_truncate BEFORE TRUNCATE ON charter.log_entries FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT SELECT ON charter.log_entries TO charter_engine;
+GRANT SELECT ON charter.log_entries TO charter_reader;
+GRANT INSERT ON charter.log_entries TO charter_sequencer;
+GRANT SELECT ON charter.log_entries TO charter_sequencer;
+GRANT SELECT ON charter.log_entries TO charter_worker;
+
+CREATE TABLE charter.log_pending (
+    event_hash text NOT NULL,
+    process_id text NOT NULL,
+    seq integer NOT NULL,
+    prev_hash text,
+    queued_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+ALTER TABLE charter.log_pending ADD CONSTRAINT log_pending_event_hash_fkey FOREIGN KEY (event_hash) REFERENCES events(hash);
+ALTER TABLE charter.log_pending ADD CONSTRAINT log_pending_pkey PRIMARY KEY (event_hash);
+CREATE INDEX log_pending_order ON charter.log_pending USING btree (queued_at, process_id, seq);
+CREATE TRIGGER log_pending_no_truncate BEFORE TRUNCATE ON charter.log_pending FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.log_pending TO charter_engine;
+GRANT SELECT ON charter.log_pending TO charter_engine;
+GRANT SELECT ON charter.log_pending TO charter_reader;
+GRANT DELETE ON charter.log_pending TO charter_sequencer;
+GRANT SELECT ON charter.log_pending TO charter_sequencer;
+GRANT SELECT ON charter.log_pending TO charter_worker;
 
 CREATE TABLE charter.machines (
     id text NOT NULL,
@@ -274,6 +332,7 @@ CREATE TRIGGER processes_no_truncate BEFORE TRUNCATE ON charter.processes FOR EA
 GRANT INSERT ON charter.processes TO charter_engine;
 GRANT SELECT ON charter.processes TO charter_engine;
 GRANT SELECT ON charter.processes TO charter_reader;
+GRANT SELECT ON charter.processes TO charter_sequencer;
 GRANT SELECT ON charter.processes TO charter_worker;
 GRANT UPDATE (state, data, head_hash, seq, updated_at) ON charter.processes TO charter_engine;
 
@@ -449,6 +508,7 @@ ALTER TABLE charter.schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIM
 ALTER TABLE charter.schema_migrations ADD CONSTRAINT schema_migrations_version_check CHECK ((version >= 1));
 GRANT SELECT ON charter.schema_migrations TO charter_engine;
 GRANT SELECT ON charter.schema_migrations TO charter_reader;
+GRANT SELECT ON charter.schema_migrations TO charter_sequencer;
 GRANT SELECT ON charter.schema_migrations TO charter_worker;
 
 CREATE TABLE charter.system_log (
@@ -475,6 +535,7 @@ CREATE TRIGGER system_log_no_truncate BEFORE TRUNCATE ON charter.system_log FOR 
 GRANT INSERT ON charter.system_log TO charter_engine;
 GRANT SELECT ON charter.system_log TO charter_engine;
 GRANT SELECT ON charter.system_log TO charter_reader;
+GRANT INSERT ON charter.system_log TO charter_sequencer;
 GRANT SELECT ON charter.system_log TO charter_worker;
 
 CREATE TABLE charter.webhook_triggers (
@@ -1062,6 +1123,18 @@ BEGIN
                                    ELSE 'auto_action' END,
         'id', NEW.id, 'process_id', NEW.process_id, 'workflow_path', NEW.workflow_path,
         'action_name', NEW.action_name, 'status', NEW.status)::text);
+    RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.queue_logged_events_v1()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+BEGIN
+    INSERT INTO charter.log_pending (event_hash, process_id, seq, prev_hash)
+    SELECT hash, process_id, seq, prev_hash FROM accepted;
     RETURN NULL;
 END
 $function$;

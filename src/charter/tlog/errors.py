@@ -121,3 +121,68 @@ class ProofRange(TlogError):
     """The index or tree sizes are outside the tree."""
 
     code = "log_proof_range"
+
+
+class LogNotConfigured(TlogError):
+    """No transparency log is configured here (run `charter log init`)."""
+
+    code = "log_not_configured"
+    http_status = 404
+
+
+class NotLogged(TlogError):
+    """The event is not in the published log (yet)."""
+
+    code = "not_logged"
+    http_status = 404
+
+
+class LogHalted(TlogError):
+    """The sequencer stopped: the database and the log disagree. An operator must act."""
+
+    code = "log_halted"
+    http_status = 503
+
+
+class DbBehindLog(LogHalted):
+    """The log holds an event the database lacks or contradicts (rollback, restore or fork)."""
+
+    code = "db_behind_log"
+
+
+class LogBehindDb(LogHalted):
+    """The database recorded more logged entries than the log directory holds."""
+
+    code = "log_behind_db"
+
+
+class LogGap(LogHalted):
+    """An event waits for a predecessor that was never queued (its queue row was deleted)."""
+
+    code = "log_gap"
+
+
+class LogBehindWitness(LogHalted):
+    """A witness holds a larger checkpoint than the log directory."""
+
+    code = "log_behind_witness"
+
+
+class LogQueueForged(LogHalted):
+    """A queued row names no genuine event (no row, or a hash that does not recompute)."""
+
+    code = "log_queue_forged"
+
+
+class LogDirectoryMoved(TlogError):
+    """The log directory changed under this sequencer (another writer): start again."""
+
+    code = "log_directory_moved"
+    http_status = 409
+
+
+class CheckpointNotPublished(TlogError):
+    """The witnesses did not reach the quorum for this checkpoint yet: retry next tick."""
+
+    code = "checkpoint_not_published"
+    http_status = 503

@@ -1,0 +1,122 @@
+"""The transparency log over HTTP (design §1b.4): checkpoint, tiles, proofs and status.
+
+Everything is read from the log directory, never rebuilt from PostgreSQL (Tessera's
+lesson: serve tiles from files). Only the proof route asks the database, for the leaf
+index of an event, and checks it against the entry bundle before proving it. Reads need
+the scope `log:read`, or nothing when CHARTER_LOG_PUBLIC=1.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, cast
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials
+
+from charter.api.auth import bearer, require
+from charter.api.state import Services, services
+from charter.core.errors import Malformed
+from charter.db.database import Role
+from charter.tlog import metrics as _log_metrics  # noqa: F401 (its families on /metrics)
+from charter.tlog import store
+from charter.tlog.config import LogSettings
+from charter.tlog.errors import LogNotConfigured, NotLogged, TileMissing
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.serving import consistency_proof, inclusion_proof
+from charter.tlog.status import log_status
+from charter.tlog.tiles import parse_tile_path
+
+router = APIRouter(prefix="/v1/log", tags=["transparency log"])
+
+_HEX64 = re.compile("[0-9a-f]{64}")
+_TEXT = "text/plain; charset=utf-8"
+_LATEST = "max-age=5"
+_IMMUTABLE = "public, max-age=31536000, immutable"
+_require_log_read = require("log:read")
+
+
+def log_settings(request: Request) -> LogSettings:
+    settings = getattr(request.app.state, "log_settings", None)
+    if settings is None:
+        settings = request.app.state.log_settings = LogSettings.from_env()
+    return cast(LogSettings, settings)
+
+
+def log_reader(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    context: Annotated[Services, Depends(services)],
+) -> LogDirectory:
+    """The log directory, once the caller may read it; 404 `log_not_configured` without one."""
+    settings = log_settings(request)
+    if not settings.public:
+        _require_log_read(credentials, context)
+    log = LogDirectory(settings.directory)
+    if not log.exists():
+        raise LogNotConfigured()
+    return log
+
+
+Log = Annotated[LogDirectory, Depends(log_reader)]
+
+
+@router.get("/checkpoint", response_class=Response)
+def checkpoint(log: Log) -> Response:
+    """The latest published checkpoint (a C2SP signed note)."""
+    note = log.checkpoint_note() or b""
+    return Response(note, media_type=_TEXT, headers={"Cache-Control": _LATEST})
+
+
+@router.get("/tile/{path:path}", response_class=Response)
+def tile(path: str, log: Log) -> Response:
+    """A tlog-tiles hash tile or entry bundle; full tiles never change."""
+    wanted = parse_tile_path(f"tile/{path}")
+    data = log.tiles.get(wanted.path())
+    if data is None:
+        raise TileMissing(f"no tile {wanted.path()}", path=wanted.path())
+    cache = _LATEST if wanted.partial else _IMMUTABLE
+    return Response(data, media_type="application/octet-stream", headers={"Cache-Control": cache})
+
+
+@router.get("/proof/{event_hash}", response_class=Response)
+def proof(
+    event_hash: str,
+    log: Log,
+    context: Annotated[Services, Depends(services)],
+    size: Annotated[
+        int | None, Query(ge=1, description="A checkpoint size to prove against.")
+    ] = None,
+) -> Response:
+    """A c2sp.org/tlog-proof@v1 of the event against the latest checkpoint (or the one of
+    `size`, as the sequencer recorded it: the proof's reader checks its signatures)."""
+    if not _HEX64.fullmatch(event_hash):
+        raise Malformed("the event hash is 64 lowercase hex characters")
+    with context.database.connection(Role.READER) as conn:
+        index = store.index_of(conn, event_hash)
+        note = None if size is None else store.checkpoint_note(conn, size)
+    if size is not None and note is None:
+        raise NotLogged(f"no checkpoint of size {size} was published")
+    text = inclusion_proof(log, index, event_hash, note)
+    return Response(text, media_type=_TEXT, headers={"Cache-Control": _LATEST})
+
+
+@router.get("/consistency", response_class=Response)
+def consistency(
+    log: Log, from_: Annotated[int, Query(alias="from", ge=0)], to: Annotated[int, Query(ge=0)]
+) -> Response:
+    """Base64 RFC 6962 consistency proof lines from tree size `from` to `to` (a
+    convenience: the tiles suffice to compute it)."""
+    text = consistency_proof(log, from_, to)
+    return Response(text, media_type=_TEXT, headers={"Cache-Control": _IMMUTABLE})
+
+
+@router.get("/status")
+def status(log: Log, context: Annotated[Services, Depends(services)]) -> JSONResponse:
+    """Origin, size and halt from the log directory; the queue's length from the database."""
+    report = log_status(log.root)
+    with context.database.connection(Role.READER) as conn:
+        pending, oldest = store.pending_count(conn)
+    report |= {"pending": pending, "oldest_pending_s": round(oldest, 3)}
+    return JSONResponse(report, headers={"Cache-Control": "no-store"})

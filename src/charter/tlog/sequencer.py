@@ -1,0 +1,380 @@
+"""The sequencer: integrates queued events into the log directory (design §1b.3).
+
+One leader at a time holds `pg_try_advisory_lock(hashtext('charter.log'))` on its own
+session; a standby retries until the lock frees. Each tick takes the oldest queued
+events, checks each against the head it already logged for that process (next seq, prev
+= logged hash), writes tiles and entry bundles, then the signed checkpoint (each file
+atomically, the checkpoint last), then its head index, then records the batch in the
+database in one transaction. A disagreement between the database and the log halts it
+with a code (`db_behind_log`, `log_behind_db`, `log_gap`, `log_queue_forged`; the
+witness step will add `log_behind_witness`): never silently, and never by skipping.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from charter.core.crashpoints import (
+    LOG_AFTER_CHECKPOINT,
+    LOG_AFTER_TILES,
+    LOG_BEFORE_DB_COMMIT,
+    crash_point,
+)
+from charter.db.database import Conn, Role, connect
+from charter.db.errors import translated
+from charter.tlog import store
+from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+from charter.tlog.entry import LogEntry, process_key
+from charter.tlog.errors import (
+    CheckpointNotPublished,
+    DbBehindLog,
+    LogBehindDb,
+    LogDirectoryMoved,
+    LogGap,
+    LogHalted,
+    LogQueueForged,
+    TlogError,
+)
+from charter.tlog.heads import Head, HeadIndex
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.merkle import EMPTY_ROOT, tree_root
+from charter.tlog.metrics import LOG_HALTED, LOG_INTEGRATED, LOG_SIZE
+from charter.tlog.note import Ed25519Signer
+from charter.tlog.tiles import TileHashReader, append_tiles
+
+logger = logging.getLogger("charter.log")
+
+BATCH_LIMIT = 4096
+BUSY_BATCH = 256  # a batch this full means more is waiting: tick again at once
+GAP_SECONDS = 60.0
+STANDBY_SECONDS = 1.0
+
+Publish = Callable[[bytes, Checkpoint, int], bytes]
+"""`publish(signed_note, checkpoint, old_size)`: the note to write, with any witness
+cosignatures, called after the tiles are written (so consistency proofs can be read from
+them) and before the checkpoint is. The witness step plugs in here: it raises
+`CheckpointNotPublished` while the quorum is not met (retried next tick) and
+`LogBehindWitness` when a witness holds a larger tree (a halt)."""
+
+
+def _unwitnessed(note: bytes, checkpoint: Checkpoint, old_size: int) -> bytes:
+    return note
+
+
+@dataclass
+class TickResult:
+    """What one tick did."""
+
+    appended: int = 0
+    requeued: int = 0  # already-logged events re-offered, just dequeued
+    deferred: int = 0
+    size: int = 0
+
+
+@dataclass
+class _Batch:
+    entries: list[LogEntry] = field(default_factory=list)
+    logged: list[store.LoggedEvent] = field(default_factory=list)
+    dequeue: list[str] = field(default_factory=list)
+    heads: dict[bytes, Head] = field(default_factory=dict)
+    deferred: int = 0
+    gap: LogGap | None = None  # raised once what precedes it is logged
+
+
+class Sequencer:
+    """The log's single writer. `run` is the loop; `tick` is one pass (for tests)."""
+
+    def __init__(
+        self,
+        url: str,
+        log: LogDirectory,
+        signer: Ed25519Signer,
+        salt: bytes,
+        *,
+        batch_ms: int = 250,
+        publish: Publish = _unwitnessed,
+        gap_seconds: float = GAP_SECONDS,
+    ) -> None:
+        self._url = url
+        self._log = log
+        self._signer = signer
+        self._salt = salt
+        self._batch_s = batch_ms / 1000
+        self._publish = publish
+        self._gap_seconds = gap_seconds
+        self._keys: dict[str, bytes] = {}
+        self._heads: HeadIndex | None = None
+        self._size = 0
+        self.halted: LogHalted | None = None
+
+    @property
+    def origin(self) -> str:
+        return self._signer.name
+
+    def run(self, stop: threading.Event) -> LogHalted | None:
+        """Lead (or wait to lead) and sequence until `stop` is set or a halt; returns the halt."""
+        with connect(self._url, Role.SEQUENCER, application_name="charter-sequencer") as conn:
+            while not stop.is_set():
+                with translated():
+                    leader = store.try_leader(conn)
+                    conn.commit()
+                if leader:
+                    break
+                stop.wait(STANDBY_SECONDS)
+            else:
+                return None
+            logger.info("log sequencer leading", extra={"action": "log.lead"})
+            try:
+                self.start(conn)
+                while not stop.is_set():
+                    try:
+                        result = self.tick(conn)
+                    except CheckpointNotPublished as exc:
+                        # Tiles are written, the checkpoint is not: the next tick builds
+                        # the same batch again (its rows are still queued).
+                        logger.warning(
+                            "checkpoint not published: %s",
+                            exc.message,
+                            extra={"action": "log.unpublished"},
+                        )
+                        stop.wait(self._batch_s)
+                        continue
+                    if result.appended + result.requeued < BUSY_BATCH:
+                        stop.wait(self._batch_s)
+            except LogHalted as halt:
+                conn.rollback()
+                self._halt(conn, halt)
+                return halt
+            finally:
+                self.close()
+        return None
+
+    def start(self, conn: Conn) -> None:
+        """Catch up after a restart (design "Restart reconciliation")."""
+        self._log.clear_halt()
+        LOG_HALTED.clear()  # a restart is the operator's acknowledgement
+        note = self._log.checkpoint_note()
+        if note is None:  # a fresh directory starts at the empty tree (nothing to witness)
+            empty = Checkpoint(self.origin, 0, EMPTY_ROOT)
+            self._log.write_checkpoint(sign_checkpoint(empty, self._signer))
+            note = self._log.checkpoint_note()
+        checkpoint = self._log.checkpoint()
+        assert checkpoint is not None
+        assert note is not None
+        if checkpoint.origin != self.origin:
+            raise LogBehindDb(
+                f"the log directory belongs to {checkpoint.origin}, not to {self.origin}"
+            )
+        self._size = checkpoint.size
+        self._check_root(checkpoint)
+        self._heads = HeadIndex.open(self._log, self._size)
+        with translated(), conn.transaction():
+            db_size = store.db_size(conn)
+            if db_size > self._size:
+                raise LogBehindDb(
+                    f"the database recorded {db_size} logged entries but the log directory"
+                    f" holds {self._size}: restore the directory from a mirror",
+                    db_size=db_size,
+                    log_size=self._size,
+                )
+            if db_size < self._size:
+                self._finish_recording(conn, db_size, checkpoint, note)
+
+    def _check_root(self, checkpoint: Checkpoint) -> None:
+        try:
+            root = tree_root(checkpoint.size, TileHashReader(self._log.tiles, checkpoint.size))
+        except TlogError as exc:
+            raise LogBehindDb(f"the log tiles are unreadable: {exc.message}") from None
+        if root != checkpoint.root:
+            raise LogBehindDb("the log tiles do not lead to the checkpoint root")
+
+    def _finish_recording(
+        self, conn: Conn, db_size: int, checkpoint: Checkpoint, note: bytes
+    ) -> None:
+        """The log holds entries the database has not recorded: a crash between the
+        checkpoint and the database commit, or a database restored to before them."""
+        entries = self._log.entries(db_size, checkpoint.size)
+        found = store.events_by_hash(conn, [e.event_hash.hex() for e in entries])
+        logged: list[store.LoggedEvent] = []
+        for offset, entry in enumerate(entries):
+            event = found.get(entry.event_hash.hex())
+            if event is None or self._key(event[0]) != entry.process_key or event[1] != entry.seq:
+                raise DbBehindLog(
+                    f"the log holds entry {db_size + offset} (seq {entry.seq}, event"
+                    f" {entry.event_hash.hex()}) that the database lacks: it was restored"
+                    " to an earlier state or rolled back",
+                    index=db_size + offset,
+                    event_hash=entry.event_hash.hex(),
+                )
+            logged.append(
+                store.LoggedEvent(
+                    db_size + offset,
+                    event_hash=entry.event_hash.hex(),
+                    process_id=event[0],
+                    seq=entry.seq,
+                )
+            )
+        store.record_batch(
+            conn,
+            logged=logged,
+            dequeue=[e.event_hash for e in logged],
+            size=checkpoint.size,
+            root_hex=checkpoint.root.hex(),
+            note=note.decode(),
+            witnessed=False,
+        )
+
+    def tick(self, conn: Conn) -> TickResult:
+        """One batch: read the queue, check it, write the log, record it."""
+        if self._heads is None:
+            self.start(conn)
+        with translated(), conn.transaction():
+            pending = store.pending_batch(conn, limit=BATCH_LIMIT)
+        batch = self._check(conn, pending)
+        old_size = self._size
+        if batch.entries and self._log.size() != old_size:
+            # Only a second writer moves it: a leader whose session died while it worked.
+            # Not a halt: starting again reconciles the directory and the database.
+            raise LogDirectoryMoved(
+                f"the log directory is at size {self._log.size()}, not {old_size}"
+            )
+        new_size = old_size + len(batch.entries)
+        note = b""
+        if batch.entries:
+            note = self._write_checkpoint(old_size, batch.entries)
+            assert self._heads is not None
+            self._heads.record(old_size, batch.entries)
+        if batch.entries or batch.dequeue:
+            checkpoint = self._log.checkpoint()
+            assert checkpoint is not None
+            crash_point(LOG_BEFORE_DB_COMMIT)
+            with translated(), conn.transaction():
+                store.record_batch(
+                    conn,
+                    logged=batch.logged,
+                    dequeue=batch.dequeue,
+                    size=new_size,
+                    root_hex=checkpoint.root.hex(),
+                    note=(note or self._log.checkpoint_note() or b"").decode(),
+                    witnessed=False,
+                )
+        self._size = new_size
+        LOG_INTEGRATED.inc(len(batch.entries))
+        LOG_SIZE.set(new_size)
+        if batch.gap is not None:
+            raise batch.gap
+        requeued = len(batch.dequeue) - len(batch.logged)
+        return TickResult(len(batch.entries), requeued, batch.deferred, new_size)
+
+    def _write_checkpoint(self, old_size: int, entries: list[LogEntry]) -> bytes:
+        files = append_tiles(self._log.tiles, old_size, [e.encode() for e in entries])
+        self._log.write_tiles(files)
+        crash_point(LOG_AFTER_TILES)
+        new_size = old_size + len(entries)
+        root = tree_root(new_size, TileHashReader(self._log.tiles, new_size))
+        checkpoint = Checkpoint(self.origin, new_size, root)
+        note = self._publish(sign_checkpoint(checkpoint, self._signer), checkpoint, old_size)
+        self._log.write_checkpoint(note)
+        crash_point(LOG_AFTER_CHECKPOINT)
+        return note
+
+    def _check(self, conn: Conn, pending: list[store.PendingEvent]) -> _Batch:
+        """Which queued events extend what is logged; the rest wait or halt the log."""
+        batch = _Batch()
+        waiting = pending
+        progress = True
+        while waiting and progress:  # a successor may come before its predecessor
+            progress = False
+            later: list[store.PendingEvent] = []
+            for row in waiting:
+                verdict = self._verdict(conn, row, batch)
+                if verdict == "append":
+                    key = self._key(row.process_id)
+                    entry = LogEntry(key, row.seq, bytes.fromhex(row.event_hash))
+                    index = self._size + len(batch.entries)
+                    batch.entries.append(entry)
+                    batch.logged.append(
+                        store.LoggedEvent(index, row.event_hash, row.process_id, row.seq)
+                    )
+                    batch.dequeue.append(row.event_hash)
+                    batch.heads[key] = Head(row.seq, entry.event_hash, index)
+                    progress = True
+                elif verdict == "dequeue":
+                    batch.dequeue.append(row.event_hash)
+                else:
+                    later.append(row)
+            waiting = later
+        for row in waiting:
+            if row.age_s > self._gap_seconds and batch.gap is None:
+                batch.gap = LogGap(
+                    f"event {row.seq} of process {row.process_id} has waited"
+                    f" {row.age_s:.0f} s for its predecessor, which is neither logged nor"
+                    " queued",
+                    process_id=row.process_id,
+                    seq=row.seq,
+                )
+        batch.deferred = len(waiting)
+        return batch
+
+    def _verdict(self, conn: Conn, row: store.PendingEvent, batch: _Batch) -> str:
+        if not row.genuine:
+            raise LogQueueForged(
+                f"the queued event {row.event_hash} (process {row.process_id}, seq {row.seq})"
+                " is not a genuine event row",
+                event_hash=row.event_hash,
+            )
+        key = self._key(row.process_id)
+        assert self._heads is not None
+        head = batch.heads.get(key) or self._heads.get(key)
+        logged_seq = head.seq if head else 0
+        if row.seq == logged_seq + 1:
+            expected = head.event_hash.hex() if head else None
+            if row.prev_hash != expected:
+                raise DbBehindLog(
+                    f"event {row.seq} of process {row.process_id} follows {row.prev_hash},"
+                    f" but the log holds {expected} at seq {logged_seq}",
+                    process_id=row.process_id,
+                    seq=row.seq,
+                )
+            return "append"
+        if row.seq > logged_seq + 1:
+            return "wait"
+        if head is not None and row.seq == head.seq and row.event_hash == head.event_hash.hex():
+            return "dequeue"  # re-offered after a crash
+        raise DbBehindLog(
+            f"event {row.seq} of process {row.process_id} ({row.event_hash}) is at or below"
+            f" the logged seq {logged_seq}: the database was rolled back or forked",
+            process_id=row.process_id,
+            seq=row.seq,
+            logged_seq=logged_seq,
+        )
+
+    def _key(self, process_id: str) -> bytes:
+        key = self._keys.get(process_id)
+        if key is None:
+            key = self._keys[process_id] = process_key(self._salt, process_id)
+        return key
+
+    def _halt(self, conn: Conn, halt: LogHalted) -> None:
+        self.halted = halt
+        LOG_HALTED.labels(reason=halt.code).set(1)
+        logger.error(
+            "log sequencer halted: %s",
+            halt.message,
+            extra={"action": "log.halted", "code": halt.code},
+        )
+        self._log.record_halt(halt.code, halt.message)
+        try:
+            with translated(), conn.transaction():
+                detail = {k: v for k, v in halt.context.items() if isinstance(v, str | int)}
+                store.record_halt(conn, code=halt.code, message=halt.message, detail=detail)
+        except Exception:  # the halt file and the log line already say it
+            logger.exception("could not record the halt in system_log")
+
+    def close(self) -> None:
+        if self._heads is not None:
+            self._heads.close()
+            self._heads = None

@@ -1,0 +1,206 @@
+"""`charter verify --log`: what the log catches that the chain alone cannot (design §1b.10,
+tests 4 and 6), with a real sequencer, real PostgreSQL and the CLI as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from charter.core.ed25519 import SecretKey
+from charter.db.database import Conn, connect
+from tests.acceptance.logworld import LogWorld, append_one, insert_signed
+from tests.acceptance.processes import run_charter
+from tests.conftest import create_database, drop_database, unique_name
+
+
+@pytest.fixture(scope="module")
+def world(
+    pg_admin_url: str, template_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LogWorld]:
+    name = unique_name("charter_logv")
+    url = create_database(pg_admin_url, name, template=template_database)
+    try:
+        world = LogWorld(url, tmp_path_factory.mktemp("logv") / "home")
+        world.init()
+        yield world
+    finally:
+        drop_database(pg_admin_url, name)
+
+
+def _chain(world: LogWorld, events: int) -> tuple[SecretKey, str, str, list[str]]:
+    """A process with `events` events, all logged by a sequencer run."""
+    actor, version, (process_id,) = world.seed(1)
+    with connect(world.url) as conn:
+        hashes = [append_one(conn, actor, version, process_id) for _ in range(events)]
+        conn.commit()
+    sequencer = world.sequencer()
+    try:
+        world.wait_drained(sequencer)
+    finally:
+        sequencer.send_signal(signal.SIGTERM)
+        sequencer.communicate(timeout=60)
+    return actor, version, process_id, hashes
+
+
+def _as_superuser_cut(conn: Conn, process_id: str, keep: int, head: str) -> None:
+    """What attacker A1 can do: triggers off, delete the tail, rewind the head."""
+    conn.execute("SET session_replication_role = replica")
+    conn.execute("DELETE FROM events WHERE process_id = %s AND seq > %s", (process_id, keep))
+    conn.execute(
+        "UPDATE processes SET seq = %s, head_hash = %s WHERE id = %s", (keep, head, process_id)
+    )
+    conn.execute("RESET session_replication_role")
+
+
+def _verify(world: LogWorld, *args: str) -> tuple[int, dict[str, Any]]:
+    done = run_charter("verify", *args, "--json", env=world.env())
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def _codes(report: dict[str, Any]) -> list[tuple[int | None, str]]:
+    return [(p["seq"], p["code"]) for p in report["problems"]]
+
+
+def test_a_deleted_tail_passes_alone_and_is_log_truncated_with_the_log(world: LogWorld) -> None:
+    _, _, process_id, hashes = _chain(world, 7)
+    with connect(world.url) as conn:
+        _as_superuser_cut(conn, process_id, 4, hashes[3])
+        conn.commit()
+    code, report = _verify(world, process_id)
+    assert (code, report["ok"]) == (0, True), report  # the documented limit of the chain alone
+    code, report = _verify(world, process_id, "--log", str(world.settings.directory))
+    assert code == 1
+    assert _codes(report) == [(None, "log_truncated")]
+    assert report["log"]["latest_in_log"]["seq"] == 7
+    assert "ends at seq 4" in report["problems"][0]["message"]
+
+
+def test_another_event_at_a_logged_seq_is_log_fork_and_halts_the_sequencer(
+    world: LogWorld,
+) -> None:
+    actor, version, process_id, hashes = _chain(world, 3)
+    with connect(world.url) as conn:
+        _as_superuser_cut(conn, process_id, 2, hashes[1])
+        conn.execute("DELETE FROM log_pending")  # a fork offered for logging...
+        forged = insert_signed(conn, actor, version, process_id, seq=3, prev=hashes[1])
+        conn.commit()
+    code, report = _verify(world, process_id, "--log", str(world.settings.directory))
+    assert code == 1
+    assert _codes(report) == [(3, "log_fork")]
+    assert forged in report["problems"][0]["message"]
+    halted = run_charter("log", "sequence", env=world.env())  # ...is refused
+    assert halted.returncode == 3
+    assert "db_behind_log" in halted.stderr
+    with connect(world.url) as conn:  # the fork stays queued, unlogged: undo for the others
+        conn.execute("DELETE FROM log_pending")
+        conn.commit()
+
+
+def test_an_event_not_yet_logged_is_informational_unless_required(world: LogWorld) -> None:
+    actor, version, process_id, _ = _chain(world, 2)
+    with connect(world.url) as conn:
+        append_one(conn, actor, version, process_id)
+        conn.commit()
+    log = str(world.settings.directory)
+    code, report = _verify(world, process_id, "--log", log, "--log-grace", "0")
+    assert (code, report["ok"]) == (0, True)
+    assert report["log"]["unlogged"] == 1
+    assert report["log"]["not_logged"] == 1
+    code, report = _verify(world, process_id, "--log", log, "--log-grace", "0", "--require-log")
+    assert code == 1
+    assert _codes(report) == [(3, "not_logged")]
+    code, report = _verify(world, process_id, "--log", log, "--require-log")
+    assert code == 0  # within the grace period
+    text = run_charter("verify", process_id, "--log", log, env=world.env()).stdout
+    assert "latest logged seq 2, 1 event(s) not logged yet" in text
+
+
+def test_verify_all_with_the_log_lists_each_truncated_process(world: LogWorld) -> None:
+    _, _, process_id, hashes = _chain(world, 3)
+    with connect(world.url) as conn:
+        _as_superuser_cut(conn, process_id, 1, hashes[0])
+        conn.commit()
+    done = run_charter(
+        "verify", "--all", "--jobs", "1", "--log", str(world.settings.directory), "--json",
+        env=world.env(),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    failed = {
+        f["process"]: [p["code"] for p in f["problems"]] for f in json.loads(done.stdout)["failed"]
+    }
+    assert failed[process_id] == ["log_truncated"]
+
+
+def test_a_log_directory_older_than_the_trusted_checkpoint_is_log_rollback(
+    world: LogWorld, tmp_path: Path
+) -> None:
+    import shutil
+
+    old = tmp_path / "old-log"
+    shutil.copytree(world.settings.directory, old)
+    _, _, process_id, _ = _chain(world, 2)
+    log = str(world.settings.directory)
+    _verify(world, process_id, "--log", log)  # the verifier now trusts the newer size
+    code, report = _verify(world, process_id, "--log", str(old))
+    assert code == 1
+    assert (None, "log_rollback") in _codes(report)
+
+
+def test_a_trusted_checkpoint_of_the_same_size_with_another_root_is_equivocation(
+    world: LogWorld, tmp_path: Path
+) -> None:
+    from charter.tlog.audit import trust_path
+    from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+
+    _, _, process_id, _ = _chain(world, 2)
+    size = world.log.size()
+    signer = world.settings.signer()  # an attacker with the log key signs a forked tree
+    forged = sign_checkpoint(Checkpoint(signer.name, size, bytes(32)), signer)
+    trusted = trust_path(world.home / "trust", signer.name)
+    trusted.parent.mkdir(parents=True, exist_ok=True)
+    trusted.write_bytes(forged)
+    code, report = _verify(world, process_id, "--log", str(world.settings.directory))
+    assert code == 1
+    assert (None, "checkpoint_equivocation") in _codes(report)
+    trusted.unlink()
+
+
+def test_mirror_copies_a_verified_log_and_refuses_a_fork(world: LogWorld, tmp_path: Path) -> None:
+    import shutil
+
+    from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+    from charter.tlog.logdir import LogDirectory
+    from charter.tlog.merkle import leaf_hash, root_of
+    from charter.tlog.tiles import build_tiles
+
+    _, _, process_id, _ = _chain(world, 3)
+    copy = tmp_path / "mirror"
+    source = str(world.settings.directory)
+    done = run_charter("log", "mirror", source, str(copy), env=world.env())
+    assert done.returncode == 0, done.stderr
+    size = world.log.size()
+    assert f"mirrored size {size} (was 0)" in done.stdout
+    code, report = _verify(world, process_id, "--log", str(copy))
+    assert (code, report["log"]["checkpoint_size"]) == (0, size)
+
+    # A log holder (A2) rewrites the directory: same size, another tree, signed anew.
+    forked = tmp_path / "forked"
+    shutil.copytree(world.settings.directory, forked)
+    entries = [e.encode() for e in LogDirectory(forked).entries(0, size)]
+    entries[-1] = entries[-1][:-1] + bytes([entries[-1][-1] ^ 1])
+    for path, data in build_tiles(entries).items():
+        (forked / path).write_bytes(data)
+    signer = world.settings.signer()
+    root = root_of([leaf_hash(e) for e in entries])
+    (forked / "checkpoint").write_bytes(
+        sign_checkpoint(Checkpoint(signer.name, size, root), signer)
+    )
+    refused = run_charter("log", "mirror", str(forked), str(copy), env=world.env())
+    assert refused.returncode == 3, refused.stderr
+    assert "checkpoint_equivocation" in refused.stderr
