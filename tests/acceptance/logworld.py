@@ -50,6 +50,11 @@ class LogWorld:
     def init(self) -> None:
         done = run_charter("log", "init", "--origin", "charter.test/log", env=self.env())
         assert done.returncode == 0, done.stderr
+        # As a sequencer's first lead does: from now on every accepted event is queued,
+        # so a test can tamper with the queue before any sequencer runs.
+        with connect(self.url) as conn:
+            conn.execute("SELECT charter.enable_log_queue_v1()")
+            conn.commit()
 
     def sequencer(self, **extra: str) -> subprocess.Popen[str]:
         return start_charter("log", "sequence", env=self.env(**extra))
@@ -77,13 +82,19 @@ class LogWorld:
             assert row is not None
             return cast(int, row[0])
 
+    def queue_on(self) -> bool:
+        """Whether a sequencer has led once: only then are events queued."""
+        with connect(self.url) as conn:
+            row = conn.execute("SELECT EXISTS (SELECT 1 FROM log_queue_on)").fetchone()
+            return bool(row and row[0])
+
     def wait_drained(self, process: subprocess.Popen[str] | None, timeout: float = 180) -> None:
-        """Until the queue is empty and the database recorded all the log holds."""
+        """Until the queue is on and empty and the database recorded all the log holds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
                 raise AssertionError(f"the sequencer exited: {process.communicate()}")
-            if self.pending() == 0 and self.log.size() == self.recorded():
+            if self.queue_on() and self.pending() == 0 and self.log.size() == self.recorded():
                 return
             time.sleep(0.1)
         raise AssertionError(f"not drained: {self.pending()} pending, log {self.log.size()}")

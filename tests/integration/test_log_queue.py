@@ -8,12 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
 from charter.api.app import create_app
 from charter.core.errors import Duplicate
 from charter.db.database import Database, Role, connect
+from charter.tlog import store
 from charter.tlog.entry import LogEntry
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import root_of
@@ -37,6 +39,9 @@ def world(database: Database) -> World:
     w = World(database)
     w.deploy(ONBOARDING, onboarding_definition())
     w.actor("ada", "customer")
+    with connect(database.url, Role.SEQUENCER) as conn:
+        store.enable_queue(conn)  # what a sequencer does when it first leads
+        conn.commit()
     return w
 
 
@@ -78,6 +83,32 @@ def test_accepted_events_are_queued_and_one_tick_logs_them(world: World, tmp_pat
     assert checkpoint.size == len(entries)
     assert checkpoint.root == root_of([e.leaf_hash() for e in entries])
     assert log.entries(0, checkpoint.size) == entries
+
+
+def test_nothing_is_queued_until_a_log_leads_and_then_everything_is(
+    pg_admin_url: str, template_database: str
+) -> None:
+    with scratch_database(pg_admin_url, template_database) as database:
+        world = World(database)
+        world.deploy(ONBOARDING, onboarding_definition())
+        world.actor("ada", "customer")
+        before, after = new_process_id(), new_process_id()
+        first = world.submit("ada", "open", before, None, input_={"name": "Ada"}).hash
+        queued = "SELECT event_hash FROM charter.log_pending ORDER BY queued_at"
+        assert _rows(database, queued) == []  # no log: the queue does not grow
+        with connect(database.url, Role.SEQUENCER) as conn:
+            assert store.enable_queue(conn) == 1  # the event accepted before, backfilled
+            conn.commit()
+            assert store.enable_queue(conn) == 0  # once on, on
+            conn.commit()
+        second = world.submit("ada", "open", after, None, input_={"name": "Bo"}).hash
+        assert _rows(database, queued) == [(first,), (second,)]
+        with psycopg.connect(database.url) as owner:  # not even the owner turns it off
+            for statement in ("DELETE FROM charter.log_queue_on", "TRUNCATE charter.log_queue_on"):
+                with pytest.raises(psycopg.Error) as refused:
+                    owner.execute(statement)
+                assert refused.value.sqlstate == "CHA01"  # append-only
+                owner.rollback()
 
 
 def test_wait_log_answers_with_a_receipt_that_verifies(

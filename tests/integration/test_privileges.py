@@ -33,6 +33,7 @@ TABLES = [
     "log_pending",
     "log_entries",
     "log_checkpoints",
+    "log_queue_on",
 ]
 # Configuration the API edits and may delete; everything else is history.
 DELETABLE_BY_ENGINE = {
@@ -43,7 +44,7 @@ DELETABLE_BY_ENGINE = {
     "dpop_proofs",
 }
 ROLES = ["charter_engine", "charter_worker", "charter_reader"]
-LOG_TABLES = ["log_pending", "log_entries", "log_checkpoints"]
+LOG_TABLES = ["log_pending", "log_entries", "log_checkpoints", "log_queue_on"]
 
 
 def _first_column(conn: Conn, table: str) -> str:
@@ -234,6 +235,8 @@ def test_the_sequencer_writes_only_what_it_owns(conn: Conn, table: str, operatio
         ("log_entries", "TRUNCATE"),
         ("log_checkpoints", "UPDATE"),
         ("log_checkpoints", "DELETE"),
+        ("log_queue_on", "INSERT"),  # only through enable_log_queue_v1
+        ("log_queue_on", "DELETE"),
         ("events", "INSERT"),
         ("events", "UPDATE"),
         ("processes", "UPDATE"),
@@ -252,6 +255,7 @@ def test_the_engine_only_queues_for_the_log(conn: Conn) -> None:
 
 
 def test_every_accepted_event_is_queued_for_the_log(conn: Conn) -> None:
+    conn.execute("SELECT charter.enable_log_queue_v1()")  # a log's sequencer has led
     conn.execute("SET LOCAL ROLE charter_engine")
     _, _, process_id, hashes = rows.seed_chain(conn, events=3)
     conn.execute("RESET ROLE")

@@ -261,6 +261,19 @@ GRANT DELETE ON charter.log_pending TO charter_sequencer;
 GRANT SELECT ON charter.log_pending TO charter_sequencer;
 GRANT SELECT ON charter.log_pending TO charter_worker;
 
+CREATE TABLE charter.log_queue_on (
+    singleton boolean DEFAULT true NOT NULL,
+    since timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE charter.log_queue_on ADD CONSTRAINT log_queue_on_pkey PRIMARY KEY (singleton);
+ALTER TABLE charter.log_queue_on ADD CONSTRAINT log_queue_on_singleton_check CHECK (singleton);
+CREATE TRIGGER log_queue_on_forever BEFORE DELETE OR UPDATE ON charter.log_queue_on FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER log_queue_on_no_truncate BEFORE TRUNCATE ON charter.log_queue_on FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT SELECT ON charter.log_queue_on TO charter_engine;
+GRANT SELECT ON charter.log_queue_on TO charter_reader;
+GRANT SELECT ON charter.log_queue_on TO charter_sequencer;
+GRANT SELECT ON charter.log_queue_on TO charter_worker;
+
 CREATE TABLE charter.machines (
     id text NOT NULL,
     target text NOT NULL,
@@ -830,6 +843,35 @@ END
 $function$;
 GRANT EXECUTE ON FUNCTION complete_scheduled_action(uuid,uuid,text,timestamp with time zone,timestamp with time zone) TO charter_worker;
 
+CREATE OR REPLACE FUNCTION charter.enable_log_queue_v1()
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    v_queued bigint;
+BEGIN
+    IF EXISTS (SELECT 1 FROM charter.log_queue_on) THEN
+        RETURN 0;
+    END IF;
+    LOCK TABLE charter.events IN SHARE MODE;
+    LOCK TABLE charter.log_queue_on IN EXCLUSIVE MODE;  -- two first leaders: one backfills
+    IF EXISTS (SELECT 1 FROM charter.log_queue_on) THEN
+        RETURN 0;
+    END IF;
+    INSERT INTO charter.log_pending (event_hash, process_id, seq, prev_hash, queued_at)
+    SELECT e.hash, e.process_id, e.seq, e.prev_hash, e.received_at
+    FROM charter.events e
+    WHERE NOT EXISTS (SELECT 1 FROM charter.log_entries l WHERE l.event_hash = e.hash)
+      AND NOT EXISTS (SELECT 1 FROM charter.log_pending q WHERE q.event_hash = e.hash);
+    GET DIAGNOSTICS v_queued = ROW_COUNT;
+    INSERT INTO charter.log_queue_on DEFAULT VALUES;
+    RETURN v_queued;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION enable_log_queue_v1() TO charter_sequencer;
+
 CREATE OR REPLACE FUNCTION charter.event_extends_head()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1133,8 +1175,10 @@ CREATE OR REPLACE FUNCTION charter.queue_logged_events_v1()
  SET search_path TO 'charter', 'pg_temp'
 AS $function$
 BEGIN
-    INSERT INTO charter.log_pending (event_hash, process_id, seq, prev_hash)
-    SELECT hash, process_id, seq, prev_hash FROM accepted;
+    IF EXISTS (SELECT 1 FROM charter.log_queue_on) THEN
+        INSERT INTO charter.log_pending (event_hash, process_id, seq, prev_hash)
+        SELECT hash, process_id, seq, prev_hash FROM accepted;
+    END IF;
     RETURN NULL;
 END
 $function$;

@@ -172,6 +172,15 @@ class Sequencer:
         self._check_root(checkpoint)
         self._heads = HeadIndex.open(self._log, self._size)
         with translated(), conn.transaction():
+            # Events are queued only once a log leads (migration 0016): the first leader
+            # switches the queue on, queuing every event accepted before it.
+            backfilled = store.enable_queue(conn)
+            if backfilled:
+                logger.info(
+                    "log queue switched on: %d earlier events queued",
+                    backfilled,
+                    extra={"action": "log.queue_on"},
+                )
             db_size = store.db_size(conn)
             if db_size > self._size:
                 raise LogBehindDb(

@@ -39,6 +39,12 @@ def try_leader(conn: Conn) -> bool:
     return bool(row and row[0])
 
 
+def enable_queue(conn: Conn) -> int:
+    """Switch the log queue on; how many already accepted events it queued (0 once on)."""
+    row = conn.execute(query("log_enable_queue")).fetchone()
+    return int(cast(int, row[0])) if row else 0
+
+
 def pending_batch(conn: Conn, *, limit: int) -> list[PendingEvent]:
     rows = conn.execute(query("log_pending_batch"), {"limit": limit}).fetchall()
     return [

@@ -3,6 +3,11 @@
 -- dedicated connection lives (a standby retries; the lock frees when the leader dies).
 SELECT pg_try_advisory_lock(hashtext('charter.log'))
 
+-- log_enable_queue --
+-- Switch the queue on (the first leader does; later calls queue nothing and return 0):
+-- every event not yet logged or queued is queued first (migration 0016).
+SELECT charter.enable_log_queue_v1()
+
 -- log_pending_batch --
 -- The oldest queued events, each with whether its events row is genuine: the row exists,
 -- names the same process, seq and prev, and its hash recomputes from the envelope text.
