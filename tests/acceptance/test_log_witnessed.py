@@ -172,6 +172,8 @@ def test_two_of_three_publish_only_with_the_quorum_and_resume_after_an_outage(
     assert trusted.checkpoint.size == 11
     assert set(trusted.witnesses) >= {"w1", "w3"}
     assert not list((w3.state / "evidence").glob("**/*"))  # w3 refused nothing
+    kept = json.loads((world.log.root / "state" / "witness-sizes.json").read_text())
+    assert (kept["w1"], kept["w3"]) == (11, 11)  # what the next start sends as `old`
     world.check_consistent()
     with connect(world.url) as conn:
         witnessed = conn.execute("SELECT bool_and(witnessed) FROM log_checkpoints WHERE size > 0")
