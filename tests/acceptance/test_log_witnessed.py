@@ -171,7 +171,7 @@ def test_two_of_three_publish_only_with_the_quorum_and_resume_after_an_outage(
     trusted = policy.verify_checkpoint(note)
     assert trusted.checkpoint.size == 11
     assert set(trusted.witnesses) >= {"w1", "w3"}
-    assert not list((w3.state / "evidence").glob("**/*"))  # w3 refused nothing
+    assert not list((w3.state / "refused").glob("**/*.json"))  # w3 refused nothing
     kept = json.loads((world.log.root / "state" / "witness-sizes.json").read_text())
     assert (kept["w1"], kept["w3"]) == (11, 11)  # what the next start sends as `old`
     world.check_consistent()
@@ -268,5 +268,18 @@ def test_a_rolled_back_log_directory_is_refused_by_the_witness_and_halts_the_seq
         assert (restored.log.halted() or {})["code"] == "log_behind_witness"
         assert restored.log.size() == 2  # nothing published over the witnessed tree
         assert _held(w1, origin) == 6
+
+        # The same restore, regrown past the witnessed size (7 > 6): the witness cannot
+        # be shown consistency (422), which halts too rather than retrying forever.
+        shutil.rmtree(world.log.root)
+        shutil.copytree(backup, world.log.root)
+        _more(restored, actor, version, process_id, 4)
+        halted = run_charter("log", "sequence", env=restored.env(CHARTER_LOG_WITNESS_TIMEOUT="20"))
+        assert halted.returncode == 3, halted.stderr
+        assert "log_behind_witness" in halted.stderr
+        assert "refused checkpoint 7 as inconsistent" in halted.stderr
+        assert restored.log.size() == 2
+        assert _held(w1, origin) == 6
+        assert list((w1.state / "refused").glob("*/inconsistent-*.json"))  # its evidence
     finally:
         drop_database(pg_admin_url, snapshot)

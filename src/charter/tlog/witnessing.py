@@ -10,7 +10,12 @@ cosigning witnesses meet the `quorum`, and the written note carries their cosign
 - not met (a witness down, slow, or refusing): `CheckpointNotPublished`; the sequencer
   keeps the signed checkpoint and offers the same one again next tick;
 - a witness holds a larger tree of this log than the checkpoint: `LogBehindWitness`,
-  a halt (the log directory was rolled back or restored from an old copy).
+  a halt (the log directory was rolled back or restored from an old copy);
+- the quorum is not met and a witness refused the checkpoint as inconsistent with the
+  one it holds (422: the consistency proof from its size fails, or its size has another
+  root): `LogBehindWitness` too. The log regrew past a tree it had published (a restore
+  followed by new events), so no retry can succeed. When the quorum holds anyway, the
+  refusal is only logged: one witness alone cannot stop the log.
 
 The size each witness holds is kept in `state/witness-sizes.json` in the log directory,
 so a restart sends the right `old` size at once; a lost or stale file costs one 409
@@ -103,6 +108,25 @@ class WitnessPublisher:
                 " restore it from a mirror",
                 witnesses=",".join(result.ahead),
                 size=checkpoint.size,
+            )
+        inconsistent = [
+            n for n, r in result.replies.items() if r.status == "refused" and r.detail[:4] == "422 "
+        ]
+        if inconsistent and not result.quorum:
+            raise LogBehindWitness(
+                f"witness {', '.join(sorted(inconsistent))} refused checkpoint {checkpoint.size}"
+                " as inconsistent with the tree it cosigned: this log is not the one it"
+                " witnessed (restored and regrown, or forked); restore the directory from a"
+                f" mirror ({_describe(result)})",
+                witnesses=",".join(sorted(inconsistent)),
+                size=checkpoint.size,
+            )
+        if inconsistent:
+            logger.warning(
+                "a witness refused checkpoint %d as inconsistent: %s",
+                checkpoint.size,
+                _describe(result),
+                extra={"action": "log.witness_refused"},
             )
         if not result.quorum:
             raise CheckpointNotPublished(
