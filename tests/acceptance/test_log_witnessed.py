@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from charter.core.crashpoints import LOG_AFTER_WITNESSES
 from charter.core.ed25519 import SecretKey
 from charter.db.database import connect
 from charter.tlog.checkpoint import Checkpoint
@@ -178,6 +179,34 @@ def test_two_of_three_publish_only_with_the_quorum_and_resume_after_an_outage(
     with connect(world.url) as conn:
         witnessed = conn.execute("SELECT bool_and(witnessed) FROM log_checkpoints WHERE size > 0")
         assert witnessed.fetchone() == (True,)
+
+
+def test_a_crash_after_the_witness_cosigned_republishes_the_same_checkpoint(
+    world: LogWorld, stack: list[WitnessProcess]
+) -> None:
+    w1 = stack[0].start()
+    policy = _require(world, [w1], 1)
+    origin = world.settings.signer().name
+    actor, version, process_id = _events(world, 3)
+    crashing = world.sequencer(
+        CHARTER_CRASH_POINT=LOG_AFTER_WITNESSES, CHARTER_LOG_WITNESS_TIMEOUT="20"
+    )
+    crashing.communicate(timeout=120)
+    assert crashing.returncode == -signal.SIGKILL
+    assert _held(w1, origin) == 3  # the witness holds what the log never wrote
+    assert world.log.size() == 0
+    _more(world, actor, version, process_id, 2)
+    sequencer = _sequencer(world)
+    try:
+        world.wait_drained(sequencer)
+    finally:
+        code, err = _stop(sequencer)
+    assert code == 0, err
+    assert "offering the unpublished checkpoint 3 again" in err
+    assert policy.verify_checkpoint(world.log.checkpoint_note() or b"").checkpoint.size == 5
+    assert _held(w1, origin) == 5
+    assert not list((w1.state / "refused").glob("**/*.json"))
+    assert len(world.check_consistent()) == 5
 
 
 def _verify(world: LogWorld, *args: str) -> tuple[int, dict[str, Any]]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from charter.core.crashpoints import (
     LOG_AFTER_CHECKPOINT,
     LOG_AFTER_TILES,
+    LOG_AFTER_WITNESSES,
     LOG_BEFORE_DB_COMMIT,
     crash_point,
 )
@@ -363,6 +364,7 @@ class Sequencer:
         except CheckpointNotPublished:
             self._unpublished = unpublished
             raise
+        crash_point(LOG_AFTER_WITNESSES)
         self._log.write_checkpoint(note)
         self._unpublished = None
         crash_point(LOG_AFTER_CHECKPOINT)
