@@ -19,13 +19,14 @@ from tests.unit.witnesskit import TestLog
 class WitnessProcess:
     """A witness directory and the server process over it (restartable)."""
 
-    def __init__(self, state: Path, name: str, *logs: TestLog) -> None:
+    def __init__(self, state: Path, name: str, *logs: TestLog | str) -> None:
+        """`logs`: the logs it knows, as test logs or log vkeys."""
         self.state = state
         self.name = name
         self.env = charter_env()
         args = ["witness", "init", "--name", name, "--state", str(state)]
         for log in logs:
-            args += ["--log", log.vkey]
+            args += ["--log", log if isinstance(log, str) else log.vkey]
         done = run_charter(*args, env=self.env)
         assert done.returncode == 0, done.stderr
         self.vkey = done.stdout.strip()

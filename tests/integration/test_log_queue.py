@@ -127,6 +127,12 @@ def test_wait_log_answers_with_a_receipt_that_verifies(
         thread = threading.Thread(target=sequencer.run, args=(stop,))
         thread.start()
         try:
+            # wait=log answers null at once while no log directory exists: let the
+            # sequencer create it first (on a busy machine its start can lag the POST).
+            for _ in range(600):
+                if log.exists():
+                    break
+                time.sleep(0.05)
             with TestClient(create_app(database, engine=world.engine)) as http:
                 pid = new_process_id()
                 body = world.signed("ada", "open", pid, None, input_={"name": "Ada"}).to_json()

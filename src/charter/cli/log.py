@@ -86,24 +86,17 @@ def sequence(
     Exits 3 when it halts (db_behind_log, log_behind_db, log_gap, ...), 0 on SIGINT/SIGTERM.
     """
     from charter.db.embedded import database_url
-    from charter.tlog.sequencer import Sequencer
+    from charter.tlog.background import configured_sequencer
 
     setup_telemetry(log_level, log_format, "charter-log")
     settings = LogSettings.from_env()
-    signer, salt = settings.signer(), settings.salt()
+    settings.signer()  # a missing key or salt fails before the database is opened
+    settings.salt()
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with database_url(Settings.from_env()) as url:
-        sequencer = Sequencer(
-            url,
-            LogDirectory(settings.directory),
-            signer,
-            salt,
-            batch_ms=settings.batch_ms,
-            gap_seconds=settings.gap_seconds,
-        )
-        halt = sequencer.run(stop)
+    with database_url(Settings.from_env()) as url, configured_sequencer(url, settings) as seq:
+        halt = seq.run(stop)
     if halt is not None:
         typer.echo(f"error: log halted ({halt.code}): {halt.message}", err=True)
         raise typer.Exit(HALT_EXIT)

@@ -16,6 +16,7 @@ ENVIRONMENT_VARIABLE = "CHARTER_CRASH_POINT"
 FIRED_BEFORE_BOOKKEEPING = "automation.fired_before_bookkeeping"
 STEP_RETURNED_BEFORE_JOURNAL = "machine.step_returned_before_journal"
 LOG_AFTER_TILES = "log.after_tiles"  # tiles written, checkpoint not yet
+LOG_AFTER_WITNESSES = "log.after_witnesses"  # quorum cosigned, checkpoint not yet written
 LOG_AFTER_CHECKPOINT = "log.after_checkpoint"  # checkpoint renamed, head index not updated
 LOG_BEFORE_DB_COMMIT = "log.before_db_commit"  # files done, database not yet told
 

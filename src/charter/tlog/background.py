@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from charter.tlog.config import LogSettings
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.sequencer import Sequencer
+from charter.tlog.witnessing import WitnessPublisher, load_policy
 
 JOIN_SECONDS = 30.0
 RETRY_SECONDS = 5.0
@@ -36,27 +37,45 @@ def _supervise(sequencer: Sequencer, stop: threading.Event) -> None:
 
 
 @contextmanager
+def configured_sequencer(url: str, settings: LogSettings) -> Iterator[Sequencer]:
+    """The sequencer the settings describe: witnessed when its policy has a quorum."""
+    signer = settings.signer()
+    log = LogDirectory(settings.directory)
+    policy = load_policy(settings.policy_path, signer.verifier())
+    publisher = (
+        None if policy is None else WitnessPublisher(policy, log, timeout=settings.witness_timeout)
+    )
+    try:
+        yield Sequencer(
+            url,
+            log,
+            signer,
+            settings.salt(),
+            batch_ms=settings.batch_ms,
+            gap_seconds=settings.gap_seconds,
+            publish=publisher,
+            witnessed=publisher is not None,
+        )
+    finally:
+        if publisher is not None:
+            publisher.close()
+
+
+@contextmanager
 def background_sequencer(url: str, settings: LogSettings | None = None) -> Iterator[str | None]:
     """Run the sequencer beside the caller; yields the log origin, or None when no log."""
     settings = settings or LogSettings.from_env()
     if not settings.configured:
         yield None
         return
-    sequencer = Sequencer(
-        url,
-        LogDirectory(settings.directory),
-        settings.signer(),
-        settings.salt(),
-        batch_ms=settings.batch_ms,
-        gap_seconds=settings.gap_seconds,
-    )
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=_supervise, args=(sequencer, stop), name="charter-log-sequencer", daemon=True
-    )
-    thread.start()
-    try:
-        yield sequencer.origin
-    finally:
-        stop.set()
-        thread.join(JOIN_SECONDS)
+    with configured_sequencer(url, settings) as sequencer:
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=_supervise, args=(sequencer, stop), name="charter-log-sequencer", daemon=True
+        )
+        thread.start()
+        try:
+            yield sequencer.origin
+        finally:
+            stop.set()
+            thread.join(JOIN_SECONDS)

@@ -9,6 +9,11 @@
     CHARTER_LOG_PUBLIC     1: the /v1/log/ routes need no token (else scope log:read)
     CHARTER_LOG_GAP_SECONDS  how long an event may wait for a missing predecessor before
                            the sequencer halts with log_gap (default 60)
+    CHARTER_LOG_POLICY_FILE  the tlog-policy the sequencer publishes under (default
+                           charter.policy beside the key): with a quorum other than
+                           `none`, each checkpoint is published only once the witnesses
+                           on its `witness` lines (URL as the third word) meet the quorum
+    CHARTER_LOG_WITNESS_TIMEOUT  seconds each witness gets per checkpoint (default 1)
 
 A log is configured when its key file exists; without one, nothing runs a sequencer and
 Charter behaves as it did before the log (events are still queued for it).
@@ -38,6 +43,8 @@ class LogSettings:
     batch_ms: int = 250
     public: bool = False  # CHARTER_LOG_PUBLIC=1: /v1/log/ reads need no token
     gap_seconds: float = 60.0
+    policy_file: Path | None = None  # None: charter.policy beside the key
+    witness_timeout: float = 1.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LogSettings:
@@ -51,7 +58,14 @@ class LogSettings:
             batch_ms=_batch_ms(env.get("CHARTER_LOG_BATCH_MS")),
             public=env.get("CHARTER_LOG_PUBLIC", "") in ("1", "true", "yes"),
             gap_seconds=_seconds(env.get("CHARTER_LOG_GAP_SECONDS"), 60.0),
+            policy_file=_path(env, "CHARTER_LOG_POLICY_FILE"),
+            witness_timeout=_seconds(env.get("CHARTER_LOG_WITNESS_TIMEOUT"), 1.0),
         )
+
+    @property
+    def policy_path(self) -> Path:
+        """The tlog-policy the sequencer publishes under."""
+        return self.policy_file or self.key_file.parent / "charter.policy"
 
     @property
     def configured(self) -> bool:

@@ -6,8 +6,14 @@ events, checks each against the head it already logged for that process (next se
 = logged hash), writes tiles and entry bundles, then the signed checkpoint (each file
 atomically, the checkpoint last), then its head index, then records the batch in the
 database in one transaction. A disagreement between the database and the log halts it
-with a code (`db_behind_log`, `log_behind_db`, `log_gap`, `log_queue_forged`; the
-witness step will add `log_behind_witness`): never silently, and never by skipping.
+with a code (`db_behind_log`, `log_behind_db`, `log_gap`, `log_queue_forged`,
+`log_behind_witness`): never silently, and never by skipping.
+
+A checkpoint, once signed, is offered to the witnesses until they publish it: a batch
+whose quorum failed is kept (in memory and as `state/unpublished` in the directory) and
+the next tick offers the same signed checkpoint again instead of building a new batch.
+A log must never sign two inconsistent trees, and a witness may already hold this one
+(it cosigned before the quorum failed, or before a crash).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass, field
 from charter.core.crashpoints import (
     LOG_AFTER_CHECKPOINT,
     LOG_AFTER_TILES,
+    LOG_AFTER_WITNESSES,
     LOG_BEFORE_DB_COMMIT,
     crash_point,
 )
@@ -39,10 +46,10 @@ from charter.tlog.errors import (
     TlogError,
 )
 from charter.tlog.heads import Head, HeadIndex
-from charter.tlog.logdir import LogDirectory
+from charter.tlog.logdir import LogDirectory, write_atomically
 from charter.tlog.merkle import EMPTY_ROOT, tree_root
 from charter.tlog.metrics import LOG_HALTED, LOG_INTEGRATED, LOG_SIZE
-from charter.tlog.note import Ed25519Signer
+from charter.tlog.note import Ed25519Signer, parse_note
 from charter.tlog.tiles import TileHashReader, append_tiles
 
 logger = logging.getLogger("charter.log")
@@ -74,6 +81,9 @@ class TickResult:
     size: int = 0
 
 
+UNPUBLISHED = "state/unpublished"  # the signed checkpoint offered to the witnesses
+
+
 @dataclass
 class _Batch:
     entries: list[LogEntry] = field(default_factory=list)
@@ -82,6 +92,15 @@ class _Batch:
     heads: dict[bytes, Head] = field(default_factory=dict)
     deferred: int = 0
     gap: LogGap | None = None  # raised once what precedes it is logged
+
+
+@dataclass(frozen=True)
+class _Unpublished:
+    """A signed checkpoint whose tiles are written but which lacks its witness quorum."""
+
+    batch: _Batch
+    note: bytes
+    checkpoint: Checkpoint
 
 
 class Sequencer:
@@ -95,15 +114,19 @@ class Sequencer:
         salt: bytes,
         *,
         batch_ms: int = 250,
-        publish: Publish = _unwitnessed,
+        publish: Publish | None = None,
+        witnessed: bool = False,
         gap_seconds: float = GAP_SECONDS,
     ) -> None:
+        """`witnessed`: `publish` gathers a witness quorum (recorded in log_checkpoints)."""
         self._url = url
         self._log = log
         self._signer = signer
         self._salt = salt
         self._batch_s = batch_ms / 1000
-        self._publish = publish
+        self._publish = publish or _unwitnessed
+        self._witnessed = witnessed
+        self._unpublished: _Unpublished | None = None
         self._gap_seconds = gap_seconds
         self._keys: dict[str, bytes] = {}
         self._heads: HeadIndex | None = None
@@ -129,19 +152,25 @@ class Sequencer:
             logger.info("log sequencer leading", extra={"action": "log.lead"})
             try:
                 self.start(conn)
+                unpublished = ""  # said once per outage, not once per tick
                 while not stop.is_set():
                     try:
                         result = self.tick(conn)
                     except CheckpointNotPublished as exc:
-                        # Tiles are written, the checkpoint is not: the next tick builds
-                        # the same batch again (its rows are still queued).
-                        logger.warning(
-                            "checkpoint not published: %s",
-                            exc.message,
-                            extra={"action": "log.unpublished"},
-                        )
+                        # Tiles are written, the checkpoint is not: the next tick offers
+                        # the same signed checkpoint again (its rows are still queued).
+                        if exc.message != unpublished:
+                            logger.warning(
+                                "checkpoint not published: %s",
+                                exc.message,
+                                extra={"action": "log.unpublished"},
+                            )
+                        unpublished = exc.message
                         stop.wait(self._batch_s)
                         continue
+                    if unpublished and result.appended:
+                        logger.info("checkpoint published", extra={"action": "log.published"})
+                        unpublished = ""
                     if result.appended + result.requeued < BUSY_BATCH:
                         stop.wait(self._batch_s)
             except LogHalted as halt:
@@ -191,6 +220,7 @@ class Sequencer:
                 )
             if db_size < self._size:
                 self._finish_recording(conn, db_size, checkpoint, note)
+        self._unpublished = self._recover_unpublished(conn)
 
     def _check_root(self, checkpoint: Checkpoint) -> None:
         try:
@@ -200,12 +230,63 @@ class Sequencer:
         if root != checkpoint.root:
             raise LogBehindDb("the log tiles do not lead to the checkpoint root")
 
+    def _recover_unpublished(self, conn: Conn) -> _Unpublished | None:
+        """The checkpoint signed before a restart and not yet published, with its batch
+        rebuilt from the entry bundles: it is offered again before anything else."""
+        path = self._log.root / UNPUBLISHED
+        try:
+            note = path.read_bytes()
+            checkpoint = Checkpoint.parse(parse_note(note).text)
+        except FileNotFoundError:
+            return None
+        except TlogError:
+            path.unlink()
+            return None
+        if checkpoint.origin != self.origin or checkpoint.size <= self._size:
+            path.unlink()  # published (or for another log): nothing pending
+            return None
+        try:
+            root = tree_root(checkpoint.size, TileHashReader(self._log.tiles, checkpoint.size))
+        except TlogError:
+            root = b""
+        if root != checkpoint.root:
+            raise LogBehindDb(
+                f"the tiles no longer lead to the signed, unpublished checkpoint of size"
+                f" {checkpoint.size}: restore the log directory from a mirror"
+            )
+        entries = self._log.entries(self._size, checkpoint.size, checkpoint.size)
+        with translated(), conn.transaction():
+            logged = self._match_events(conn, self._size, entries)
+        batch = _Batch(entries=entries, logged=logged, dequeue=[e.event_hash for e in logged])
+        logger.info(
+            "offering the unpublished checkpoint %d again",
+            checkpoint.size,
+            extra={"action": "log.unpublished"},
+        )
+        return _Unpublished(batch, note, checkpoint)
+
     def _finish_recording(
         self, conn: Conn, db_size: int, checkpoint: Checkpoint, note: bytes
     ) -> None:
         """The log holds entries the database has not recorded: a crash between the
         checkpoint and the database commit, or a database restored to before them."""
         entries = self._log.entries(db_size, checkpoint.size)
+        logged = self._match_events(conn, db_size, entries)
+        store.record_batch(
+            conn,
+            logged=logged,
+            dequeue=[e.event_hash for e in logged],
+            size=checkpoint.size,
+            root_hex=checkpoint.root.hex(),
+            note=note.decode(),
+            witnessed=self._witnessed,
+        )
+
+    def _match_events(
+        self, conn: Conn, first: int, entries: list[LogEntry]
+    ) -> list[store.LoggedEvent]:
+        """The database's events for log entries from index `first`, or `DbBehindLog`."""
+        db_size = first
         found = store.events_by_hash(conn, [e.event_hash.hex() for e in entries])
         logged: list[store.LoggedEvent] = []
         for offset, entry in enumerate(entries):
@@ -226,23 +307,18 @@ class Sequencer:
                     seq=entry.seq,
                 )
             )
-        store.record_batch(
-            conn,
-            logged=logged,
-            dequeue=[e.event_hash for e in logged],
-            size=checkpoint.size,
-            root_hex=checkpoint.root.hex(),
-            note=note.decode(),
-            witnessed=False,
-        )
+        return logged
 
     def tick(self, conn: Conn) -> TickResult:
         """One batch: read the queue, check it, write the log, record it."""
         if self._heads is None:
             self.start(conn)
-        with translated(), conn.transaction():
-            pending = store.pending_batch(conn, limit=BATCH_LIMIT)
-        batch = self._check(conn, pending)
+        if self._unpublished is not None:
+            batch = self._unpublished.batch  # the signed checkpoint comes first
+        else:
+            with translated(), conn.transaction():
+                pending = store.pending_batch(conn, limit=BATCH_LIMIT)
+            batch = self._check(conn, pending)
         old_size = self._size
         if batch.entries and self._log.size() != old_size:
             # Only a second writer moves it: a leader whose session died while it worked.
@@ -253,7 +329,7 @@ class Sequencer:
         new_size = old_size + len(batch.entries)
         note = b""
         if batch.entries:
-            note = self._write_checkpoint(old_size, batch.entries)
+            note = self._write_checkpoint(old_size, batch)
             assert self._heads is not None
             self._heads.record(old_size, batch.entries)
         if batch.entries or batch.dequeue:
@@ -268,7 +344,7 @@ class Sequencer:
                     size=new_size,
                     root_hex=checkpoint.root.hex(),
                     note=(note or self._log.checkpoint_note() or b"").decode(),
-                    witnessed=False,
+                    witnessed=self._witnessed,
                 )
         self._size = new_size
         LOG_INTEGRATED.inc(len(batch.entries))
@@ -278,15 +354,28 @@ class Sequencer:
         requeued = len(batch.dequeue) - len(batch.logged)
         return TickResult(len(batch.entries), requeued, batch.deferred, new_size)
 
-    def _write_checkpoint(self, old_size: int, entries: list[LogEntry]) -> bytes:
-        files = append_tiles(self._log.tiles, old_size, [e.encode() for e in entries])
-        self._log.write_tiles(files)
-        crash_point(LOG_AFTER_TILES)
-        new_size = old_size + len(entries)
-        root = tree_root(new_size, TileHashReader(self._log.tiles, new_size))
-        checkpoint = Checkpoint(self.origin, new_size, root)
-        note = self._publish(sign_checkpoint(checkpoint, self._signer), checkpoint, old_size)
+    def _write_checkpoint(self, old_size: int, batch: _Batch) -> bytes:
+        unpublished = self._unpublished
+        if unpublished is None:
+            entries = batch.entries
+            files = append_tiles(self._log.tiles, old_size, [e.encode() for e in entries])
+            self._log.write_tiles(files)
+            crash_point(LOG_AFTER_TILES)
+            new_size = old_size + len(entries)
+            root = tree_root(new_size, TileHashReader(self._log.tiles, new_size))
+            checkpoint = Checkpoint(self.origin, new_size, root)
+            signed = sign_checkpoint(checkpoint, self._signer)
+            if self._witnessed:  # kept before any witness may see it (see the module doc)
+                write_atomically(self._log.root / UNPUBLISHED, signed)
+            unpublished = _Unpublished(batch, signed, checkpoint)
+        try:
+            note = self._publish(unpublished.note, unpublished.checkpoint, old_size)
+        except CheckpointNotPublished:
+            self._unpublished = unpublished
+            raise
+        crash_point(LOG_AFTER_WITNESSES)
         self._log.write_checkpoint(note)
+        self._unpublished = None
         crash_point(LOG_AFTER_CHECKPOINT)
         return note
 

@@ -1,0 +1,210 @@
+"""The witnessed log's cost: process_event with the log off and on, the integration lag
+through one local witness, and the bytes the log directory takes per event.
+
+Run: python bench/log.py [--seconds 3] [--writers 4] [--runs 3]
+Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server);
+it creates and drops its own database, a temporary log directory and witness directory,
+and starts one `charter witness serve` process on 127.0.0.1.
+
+"log off": the queue trigger on events disabled and no sequencer (the commit path before
+migration 0016). "log on": the queue trigger, and the sequencer running in a thread of
+the same process, publishing each checkpoint only once the witness cosigned it. The two
+alternate, `--runs` times each; events/s is given as min and max over the runs.
+Integration lag: from process_event's return (the commit) to the moment the checkpoint
+holding the event was written (after the witness's cosignature), p50 and p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import cast
+
+import httpx
+
+from charter.core.ed25519 import SecretKey
+from charter.core.envelope import Envelope, sign
+from charter.db.database import Database, Role, connect
+from charter.engine import actors
+from charter.engine.process_event import Engine
+from charter.tlog.checkpoint import Checkpoint
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.note import Ed25519Signer
+from charter.tlog.policy import parse_policy
+from charter.tlog.sequencer import Sequencer
+from charter.tlog.witnessing import WitnessPublisher
+from common import percentiles, print_results, scratch_database
+from engine import DEFINITION, WORKFLOW, run_writers
+
+ORIGIN = "bench.example/log"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    signer = Ed25519Signer.generate(ORIGIN)
+    with (
+        scratch_database("tlogw") as url,
+        tempfile.TemporaryDirectory() as scratch,
+        witness(Path(scratch) / "witness", signer.verifier().vkey) as (vkey, witness_url),
+    ):
+        policy = parse_policy(
+            f"log {signer.verifier().vkey}\nwitness w1 {vkey} {witness_url}\nquorum w1\n"
+        )
+        log = LogDirectory(Path(scratch) / "log")
+        publisher = WitnessPublisher(policy, log, timeout=5.0)
+        try:
+            bench(url, log, signer, publisher, args)
+        finally:
+            publisher.close()
+
+
+@contextmanager
+def witness(state: Path, log_vkey: str) -> Iterator[tuple[str, str]]:
+    """A real `charter witness serve` that knows the log: (its vkey, its URL)."""
+    charter = [sys.executable, "-m", "charter", "witness"]
+    done = subprocess.run(
+        [*charter, "init", "--name", "bench.local/w1", "--state", str(state), "--log", log_vkey],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [*charter, "serve", "--state", str(state), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                httpx.get(f"{url}/{'0' * 64}/checkpoint", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield done.stdout.strip(), url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _queue(url: str, on: bool) -> None:
+    with connect(url) as conn:
+        state = "ENABLE" if on else "DISABLE"
+        conn.execute(f"ALTER TABLE charter.events {state} TRIGGER events_queue_for_log")
+        conn.commit()
+
+
+class Timed:
+    """The witness publisher, noting when each checkpoint size was published."""
+
+    def __init__(self, publisher: WitnessPublisher) -> None:
+        self._publisher = publisher
+        self.published: list[tuple[float, int]] = []
+
+    def __call__(self, note: bytes, checkpoint: Checkpoint, old_size: int) -> bytes:
+        cosigned = self._publisher(note, checkpoint, old_size)
+        # The checkpoint file is written right after this returns.
+        self.published.append((time.time(), checkpoint.size))
+        return cosigned
+
+
+def bench(
+    url: str,
+    log: LogDirectory,
+    signer: Ed25519Signer,
+    publisher: WitnessPublisher,
+    args: argparse.Namespace,
+) -> None:
+    timed = Timed(publisher)
+    committed: dict[str, float] = {}
+    throughput: dict[str, list[float]] = {"log off": [], "log on (1 witness)": []}
+    with Database(url, max_size=args.writers + 4) as database:
+        engine = Engine(database)
+        key = SecretKey.generate()
+        with database.connection(Role.ENGINE) as conn:
+            engine.registry.deploy(conn, WORKFLOW, DEFINITION)
+            actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
+            conn.commit()
+        recording = [False]
+
+        def submit(env: Envelope, secret: SecretKey) -> str:
+            digest = engine.process_event(sign(env, secret)).hash
+            if recording[0]:
+                committed[digest] = time.time()
+            return digest
+
+        sequencer = Sequencer(url, log, signer, bytes(32), publish=timed, witnessed=True)
+        for _ in range(args.runs):
+            _queue(url, False)
+            result = run_writers(args.writers, args.seconds, key, submit)
+            throughput["log off"].append(float(str(result["events/s"])))
+
+            _queue(url, True)
+            stop = threading.Event()
+            thread = threading.Thread(target=sequencer.run, args=(stop,))
+            thread.start()
+            recording[0] = True
+            result = run_writers(args.writers, args.seconds, key, submit)
+            recording[0] = False
+            throughput["log on (1 witness)"].append(float(str(result["events/s"])))
+            _drain(url)
+            stop.set()
+            thread.join()
+    rows: list[dict[str, object]] = [
+        {"path": f"{label}, {args.writers} writer(s)", "runs": len(v),
+         "events/s min": min(v), "events/s max": max(v)}
+        for label, v in throughput.items()
+    ]  # fmt: skip
+    print_results("process_event with the log off and on (interleaved)", rows)
+    lags = _lags(url, committed, timed.published)
+    points = percentiles(lags, (50, 99))
+    size = log.size()
+    files = [p for p in (log.root / "tile").rglob("*") if p.is_file()]
+    files.append(log.root / "checkpoint")
+    total = sum(p.stat().st_size for p in files)
+    print_results(
+        "integration lag (commit → in a checkpoint the witness cosigned) and storage",
+        [{"events": len(lags), "lag p50 ms": points[50] * 1000, "lag p99 ms": points[99] * 1000,
+          "log size": size, "bytes/event": total / size if size else 0.0}],
+    )  # fmt: skip
+
+
+def _drain(url: str) -> None:
+    """Until the sequencer has logged everything queued (the last batch published)."""
+    with connect(url) as conn:
+        while True:
+            row = conn.execute("SELECT count(*) FROM charter.log_pending").fetchone()
+            conn.commit()
+            if row is None or row[0] == 0:
+                return
+            time.sleep(0.05)
+
+
+def _lags(url: str, committed: dict[str, float], published: list[tuple[float, int]]) -> list[float]:
+    with connect(url) as conn:
+        rows = conn.execute(
+            "SELECT event_hash, idx FROM charter.log_entries WHERE event_hash = ANY(%s)",
+            (list(committed),),
+        ).fetchall()
+    lags: list[float] = []
+    for digest, idx in rows:
+        when = next(t for t, size in published if size > cast(int, idx))
+        lags.append(when - committed[str(digest)])
+    return lags
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Which policy makes the sequencer ask witnesses, and the mistakes refused at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from charter.core.errors import ConfigurationError
+from charter.tlog.checkpoint import Cosigner
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.note import Ed25519Signer
+from charter.tlog.witnessing import SIZES, WitnessPublisher, load_policy
+
+LOG = Ed25519Signer.generate("charter.test/log")
+W1 = Cosigner.generate("w1.example.org/witness").verifier().vkey
+W2 = Cosigner.generate("w2.example.org/witness").verifier().vkey
+
+
+def _load(tmp_path: Path, text: str) -> object:
+    path = tmp_path / "charter.policy"
+    path.write_text(text)
+    return load_policy(path, LOG.verifier())
+
+
+def test_no_policy_file_or_quorum_none_publishes_with_the_log_key_alone(tmp_path: Path) -> None:
+    assert load_policy(tmp_path / "absent.policy", LOG.verifier()) is None
+    vkey = LOG.verifier().vkey
+    assert _load(tmp_path, f"log {vkey}\nwitness w1 {W1} http://w1\nquorum none\n") is None
+
+
+def test_a_witnessed_policy_is_loaded(tmp_path: Path) -> None:
+    vkey = LOG.verifier().vkey
+    policy = _load(
+        tmp_path,
+        f"log {vkey}\nwitness w1 {W1} http://w1\nwitness w2 {W2}\ngroup g any w1 w2\nquorum g\n",
+    )
+    assert policy is not None  # w2 has no URL, but w1 alone can meet `any`
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("log {other}\nwitness w1 {w1} http://w1\nquorum w1\n", "has no `log"),
+        ("log {vkey}\nwitness w1 {w1}\nquorum w1\n", "cannot be met"),
+        ("log {vkey}\nwitness w1 {w1} http://w1\nwitness w2 {w2}\ngroup g all w1 w2\n"
+         "quorum g\n", "cannot be met"),
+        ("log {vkey}\nquorum w9\n", "malformed"),
+    ],
+)  # fmt: skip
+def test_a_policy_the_sequencer_cannot_publish_under_is_refused(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    other = Ed25519Signer.generate("other.test/log").verifier().vkey
+    filled = text.format(vkey=LOG.verifier().vkey, other=other, w1=W1, w2=W2)
+    with pytest.raises(ConfigurationError, match=message):
+        _load(tmp_path, filled)
+
+
+def test_witness_sizes_are_read_back_and_garbage_is_ignored(tmp_path: Path) -> None:
+    log = LogDirectory(tmp_path / "log")
+    policy = load_policy(_write(tmp_path), LOG.verifier())
+    assert policy is not None
+    (log.root / SIZES).parent.mkdir(parents=True)
+    (log.root / SIZES).write_text('{"w1": 7, "w2": -1, "w3": "x"}')
+    publisher = WitnessPublisher(policy, log)
+    try:
+        assert publisher.sizes == {"w1": 7}
+    finally:
+        publisher.close()
+    (log.root / SIZES).write_text("not json")
+    publisher = WitnessPublisher(policy, log)
+    try:
+        assert publisher.sizes == {}
+    finally:
+        publisher.close()
+
+
+def _write(tmp_path: Path) -> Path:
+    path = tmp_path / "w.policy"
+    path.write_text(f"log {LOG.verifier().vkey}\nwitness w1 {W1} http://127.0.0.1:9\nquorum w1\n")
+    return path
