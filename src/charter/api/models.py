@@ -219,3 +219,15 @@ class Unhealthy(BaseModel):
 
 class WebhookAccepted(BaseModel):
     runs: list[str] = Field(description="Ids of the pending runs admitted, maybe none.")
+
+
+class LogStatus(BaseModel):
+    """`GET /v1/log/status`: the log as its directory shows it, and the queue before it."""
+
+    origin: str | None = Field(description="The log's origin; null before the first checkpoint.")
+    size: int = Field(ge=0, description="Entries in the latest published checkpoint.")
+    cosignatures: int = Field(ge=0, description="Witness cosignatures on that checkpoint.")
+    halted: str | None = Field(description="Why the sequencer halted (`db_behind_log`, ...).")
+    halt_message: str | None
+    pending: int = Field(ge=0, description="Events committed but not logged yet.")
+    oldest_pending_s: float = Field(ge=0, description="How long the oldest has waited.")
