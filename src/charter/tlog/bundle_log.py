@@ -36,11 +36,10 @@ from charter.tlog.errors import (
     CheckpointUntrusted,
     LogProofInvalid,
     MalformedCheckpoint,
-    MalformedEntry,
     MalformedNote,
-    MalformedProof,
     NotLogged,
     TileMissing,
+    TlogError,
 )
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import verify_inclusion
@@ -50,7 +49,6 @@ from charter.tlog.proof import TlogProof
 from charter.tlog.serving import inclusion_proof
 
 _HEX64 = re.compile("[0-9a-f]{64}")
-_BAD_PROOF = (LogProofInvalid, MalformedProof, MalformedCheckpoint, MalformedNote, MalformedEntry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +157,7 @@ def check_bundle_log(
         problems, proven = _check_proof(proven_by, events, process_id, trust)
     except CheckpointUntrusted as exc:
         return [Problem(None, "checkpoint_untrusted", exc.message)], report
-    except _BAD_PROOF as exc:
+    except TlogError as exc:  # a malformed proof, note or checkpoint, or a path that fails
         return [Problem(None, "log_proof_invalid", exc.message)], report
     report |= proven
     unlogged = [e for e in events if e.seq > member.seq]
