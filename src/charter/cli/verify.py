@@ -278,8 +278,9 @@ def _verify_file(
     extra: JsonObject = {
         "replayed": replay,
         "automation_keys": "bundle" if pinned is None else "pinned",
-        "log": log,
     }
+    if log is not None:  # a charter-export/1 report stays as it was
+        extra["log"] = log
     notes = [
         "automation keys: "
         + (
@@ -290,14 +291,15 @@ def _verify_file(
         ),
         "state and data: "
         + ("replayed from the events" if replay else "not checked (--no-replay)"),
-        _bundle_log_note(log),
     ]
+    log_note = _bundle_log_note(log)
+    notes += [log_note] if log_note else []
     return _show(str(path), report, as_json=as_json, extra=extra, notes=notes)
 
 
-def _bundle_log_note(log: JsonObject | None) -> str:
+def _bundle_log_note(log: JsonObject | None) -> str | None:
     if log is None:
-        return "log: the bundle carries no log proof (charter-export/1)"
+        return None
     if not log.get("proven"):
         return f"log: {log.get('origin')}: no proof verified"
     return (
