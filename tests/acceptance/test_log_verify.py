@@ -81,6 +81,54 @@ def test_a_deleted_tail_passes_alone_and_is_log_truncated_with_the_log(world: Lo
     assert "ends at seq 4" in report["problems"][0]["message"]
 
 
+def test_an_export_carries_the_heads_log_proof_verified_offline(
+    world: LogWorld, tmp_path: Path
+) -> None:
+    from charter.tlog.checkpoint import Cosigner
+
+    actor, version, process_id, _ = _chain(world, 3)
+    done = run_charter("export", process_id, env=world.env())
+    assert done.returncode == 0, done.stderr
+    bundle = json.loads(done.stdout)
+    assert bundle["format"] == "charter-export/2"
+    assert (bundle["log"]["seq"], bundle["log"]["unlogged"]) == (3, 0)
+    assert bundle["log"]["proof"].startswith("c2sp.org/tlog-proof@v1\nindex ")
+    path = tmp_path / "bundle.json"
+    path.write_text(done.stdout)
+    bundle_args = ("--bundle", str(path), "--no-replay")  # the seeded workflow is a stub
+    salt = str(world.settings.salt_file)
+    # The policy `charter log init` wrote (no witnesses) is the default; the salt is optional.
+    code, report = _verify(world, *bundle_args, "--salt", salt, "--require-log")
+    assert (code, report["ok"]) == (0, True), report
+    assert report["log"]["proven"] is True
+    assert report["log"]["checkpoint_size"] == world.log.size()
+    text = run_charter("verify", *bundle_args, env=world.env()).stdout
+    assert "log: seq 3 proven in charter.test/log" in text
+
+    # A policy that requires a witness: the log's own signature is not enough.
+    vkey = (world.settings.key_file.parent / "log.vkey").read_text().strip()
+    witness = Cosigner.generate("audit.test/w1")
+    policy = tmp_path / "witnessed.policy"
+    policy.write_text(f"log {vkey}\nwitness w1 {witness.verifier().vkey}\nquorum w1\n")
+    code, report = _verify(world, *bundle_args, "--policy", str(policy))
+    assert code == 1
+    assert _codes(report) == [(None, "checkpoint_untrusted")]
+
+    # A head not logged yet: the proof covers seq 3, seq 4 is counted as unlogged.
+    with connect(world.url) as conn:
+        append_one(conn, actor, version, process_id)
+        conn.commit()
+    done = run_charter("export", process_id, "--wait-log", "0", env=world.env())
+    path.write_text(done.stdout)
+    assert json.loads(done.stdout)["log"]["unlogged"] == 1
+    code, report = _verify(world, *bundle_args, "--require-log", "--log-grace", "0")
+    assert code == 1
+    assert _codes(report) == [(4, "not_logged")]
+    with connect(world.url) as conn:  # leave the queue as the other tests expect it
+        conn.execute("DELETE FROM log_pending")
+        conn.commit()
+
+
 def test_another_event_at_a_logged_seq_is_log_fork_and_halts_the_sequencer(
     world: LogWorld,
 ) -> None:

@@ -77,6 +77,7 @@ def test_the_process_page_shows_the_chain_with_causes(page: Page, seeded: Site) 
     expect(timers).to_contain_text("periodic-review")
     expect(timers).not_to_contain_text("screening-deadline")
     expect(timers.locator(".countdown")).to_have_text(re.compile(r"^(in .+|.+ ago)$"))
+    expect(page.locator("#log-status")).to_have_count(0)  # this API has no log
 
 
 def test_parent_and_children_link_to_each_other(page: Page, seeded: Site) -> None:

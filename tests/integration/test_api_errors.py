@@ -278,3 +278,16 @@ def test_every_design_code_is_covered() -> None:
 
     covered = {code for _, _, code in CASES.values()} | {"malformed", "stale_prev"}
     assert covered == SUBMISSION_CODES
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["state=open&state=done", "limit=1&limit=2", "workflow=a&workflow=b&state=open"],
+)
+def test_a_repeated_single_valued_query_parameter_is_malformed(h: Harness, query: str) -> None:
+    answer = h.http.get("/v1/processes?" + query, headers={"Authorization": f"Bearer {h.admin}"})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "malformed"
+    assert "more than once" in answer.json()["error"]["message"]
+    once = h.http.get("/v1/processes?state=open", headers={"Authorization": f"Bearer {h.admin}"})
+    assert once.status_code == 200

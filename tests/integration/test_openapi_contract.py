@@ -10,7 +10,8 @@ operation, so the whole module runs in about a minute on a quiet 2-core machine.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +22,11 @@ from charter.api.app import create_app
 from charter.automations.webhooks import sign as webhook_signature
 from charter.core.config import Settings
 from charter.core.envelope import sign
-from charter.db.database import Database
+from charter.db.database import Database, Role, connect
+from charter.tlog.config import LogSettings
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.note import Ed25519Signer
+from charter.tlog.sequencer import Sequencer
 from tests.integration.apikit import ERRANDS, ERRANDS_DEFINITION, Harness, bearer, new_id
 from tests.integration.machinekit import machine_harness, register
 
@@ -34,8 +39,11 @@ SCOPES = (
     "automations:write",
     "runs:read",
     "runs:execute",
+    "log:read",
 )
 MAX_EXAMPLES = 4
+SIGNER = Ed25519Signer.generate("charter.test/contract")
+SALT = bytes(32)
 SEED = 20261201
 # Schema-valid requests the rules still refuse: a definition that is not a workflow, a
 # cursor this API never issued, an unknown id (404), a taken name (409).
@@ -45,14 +53,27 @@ STREAMS = ("/v1/stream",)
 
 
 @pytest.fixture(scope="module")
-def h(database: Database) -> Iterator[Harness]:
+def h(database: Database, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     """The app (its public origin the test client's, so DPoP proofs verify) with a process
-    to read."""
+    to read, and a transparency log holding it (so the /v1/log/ routes answer)."""
+    home = tmp_path_factory.mktemp("contract-log")
+    settings = LogSettings(home / "log", home / "log.skey", home / "log.salt")
     harness = machine_harness(database)
+    harness.http.app.state.log_settings = settings  # type: ignore[attr-defined]
     clerk = harness.keys["clerk"]
     harness.accept(sign(harness.envelope(clerk, new_id(), "create", {"amount": 3}), clerk))
-    yield harness
+    sequencer = _sequencer(harness, settings)
+    with connect(database.url, Role.SEQUENCER) as conn:
+        sequencer.tick(conn)
+    sequencer.close()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CHARTER_LOG_DIR", str(settings.directory))  # where wait=log looks
+        yield harness
     harness.http.close()
+
+
+def _sequencer(h: Harness, settings: LogSettings) -> Sequencer:
+    return Sequencer(h.database.url, LogDirectory(settings.directory), SIGNER, SALT, batch_ms=10)
 
 
 def _document() -> dict[str, Any]:
@@ -109,16 +130,51 @@ class Seeded:
         assert response.status_code == status, response.text
         return response.json() if response.content else None
 
+    def call_raw(self, route: str, query: dict[str, Any] | None = None, **parameters: str) -> bytes:
+        """A GET answering text or bytes (the log routes), checked like the others."""
+        operation = contract[route]["GET"]
+        operation.app = operation.schema.app = self.h.http.app
+        case = operation.Case(headers=bearer(self.h.admin), path_parameters=parameters, query=query)
+        response = case.call_and_validate()
+        assert response.status_code == 200, response.text
+        return bytes(response.content)
+
+
+def _logged(h: Harness, call: Callable[[], Any]) -> Any:
+    """`call`, with the log's sequencer running meanwhile (for a wait=log receipt)."""
+    sequencer = _sequencer(h, h.http.app.state.log_settings)  # type: ignore[attr-defined]
+    stop = threading.Event()
+    thread = threading.Thread(target=sequencer.run, args=(stop,))
+    thread.start()
+    try:
+        return call()
+    finally:
+        stop.set()
+        thread.join()
+
 
 def test_success_answers_of_real_things_match_their_schemas(h: Harness) -> None:
     api = Seeded(h)
     process = new_id()
     clerk = h.keys["clerk"]
     submission = sign(h.envelope(clerk, process, "create", {"amount": 4}), clerk)
-    api.call("POST", "/v1/events", 201, body=submission.to_json())
+    accepted = _logged(h, lambda: api.call("POST", "/v1/events", 201, body=submission.to_json(),
+                                           query={"wait": "log", "timeout": 20}))  # fmt: skip
+    assert accepted["log"] is not None, "no receipt within the timeout"
     ids = {"process_id": process}
     for suffix in ("", "/events", "/verify", "/automation", "/export"):
         api.call("GET", "/v1/processes/{process_id}" + suffix, path_parameters=ids)
+    bundle = api.call("GET", "/v1/processes/{process_id}/export", path_parameters=ids)
+    assert (bundle["format"], bundle["log"]["seq"]) == ("charter-export/2", 1)
+    proof = api.call_raw("/v1/log/proof/{event_hash}", event_hash=accepted["hash"])
+    assert proof.decode() == accepted["log"]["proof"]
+    checkpoint = api.call_raw("/v1/log/checkpoint").decode()
+    size = int(checkpoint.split("\n")[1])
+    assert len(api.call_raw("/v1/log/tile/{path}", path=f"0/000.p/{size}")) == 32 * size
+    assert api.call_raw("/v1/log/tile/{path}", path=f"entries/000.p/{size}")
+    api.call_raw("/v1/log/consistency", query={"from": 1, "to": size})
+    status = api.call("GET", "/v1/log/status")
+    assert (status["size"], status["pending"]) == (size, 0)
     for path in ("/v1/processes", "/v1/stats", "/v1/automation/scheduled", "/v1/automation/queue"):
         api.call("GET", path)
     api.call("GET", "/v1/workflows")

@@ -416,7 +416,7 @@ def test_a_genesis_and_its_process_row_must_name_the_same_cause(child: Any) -> N
 @pytest.mark.parametrize(
     ("edit", "says"),
     [
-        (lambda b: b.update(format="charter-export/2"), "bundle.format"),
+        (lambda b: b.update(format="charter-export/3"), "bundle.format"),
         (lambda b: b.update(events={}), "bundle.events"),
         (lambda b: b["events"][1].update(seq="2"), "bundle.events[1].seq"),
         (lambda b: b["process"].pop("head"), "bundle.process.head"),

@@ -80,6 +80,25 @@ def test_non_json_answers_say_their_media_type(document: dict[str, Any]) -> None
     stream = document["paths"]["/v1/stream"]["get"]["responses"]["200"]["content"]
     assert list(metrics) == ["text/plain"]
     assert list(stream) == ["text/event-stream"]
+    paths = document["paths"]
+    for path in ("/v1/log/checkpoint", "/v1/log/proof/{event_hash}", "/v1/log/consistency"):
+        assert list(paths[path]["get"]["responses"]["200"]["content"]) == [
+            "text/plain; charset=utf-8"
+        ]
+    tile = paths["/v1/log/tile/{path}"]["get"]["responses"]["200"]["content"]
+    assert tile == {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+
+
+def test_the_log_shapes_are_declared(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    accepted = schemas["Accepted"]["properties"]["log"]
+    assert {"$ref": "#/components/schemas/Receipt"} in accepted["anyOf"]
+    assert set(schemas["Receipt"]["required"]) == {"index", "proof"}
+    bundle = schemas["ExportBundle"]["properties"]
+    assert bundle["format"]["enum"] == ["charter-export/1", "charter-export/2"]
+    assert {"$ref": "#/components/schemas/BundleLog"} in bundle["log"]["anyOf"]
+    status = document["paths"]["/v1/log/status"]["get"]["responses"]["200"]["content"]
+    assert status["application/json"]["schema"] == {"$ref": "#/components/schemas/LogStatus"}
 
 
 def test_identifiers_and_pages_carry_their_bounds(document: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 from starlette.concurrency import run_in_threadpool
@@ -35,6 +35,7 @@ from charter.api.ingest import PATH, EventIngest
 from charter.api.limits import BodyLimit
 from charter.api.live_metrics import LiveStateCollector
 from charter.api.metrics import RequestMetrics
+from charter.api.query_once import query_once
 from charter.api.request_id import RequestId
 from charter.api.state import Services
 from charter.api.urls import RefuseNulInUrl
@@ -76,6 +77,7 @@ def create_app(
         version=__version__,
         description="Governed workflows: signed, hash-chained events on PostgreSQL.",
         lifespan=lifespan,
+        dependencies=[Depends(query_once)],
     )
     app.state.charter = Services(database, engine, Reads(database), settings, wakeups)
     # Per app, not global: each app reads its own database at scrape time.

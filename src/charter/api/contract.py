@@ -151,6 +151,10 @@ TAGS = [
     {"name": "machines", "description": "Machine registration and the machine API (DPoP)."},
     {"name": "webhooks", "description": "Standard Webhooks deliveries."},
     {"name": "operations", "description": "Liveness and Prometheus metrics."},
+    {
+        "name": "transparency log",
+        "description": "The C2SP checkpoint, tiles and proofs of the event log (`log:read`).",
+    },
 ]
 
 

@@ -33,6 +33,13 @@ class ProcessBody(BaseModel):
     updated_at: str | None = _TIME
 
 
+class Receipt(BaseModel):
+    """The proof that an event is in the transparency log (`POST /v1/events?wait=log`)."""
+
+    index: int = Field(ge=0, description="The event's leaf index in the log.")
+    proof: str = Field(description="A c2sp.org/tlog-proof@v1 text against the checkpoint.")
+
+
 class Accepted(BaseModel):
     """`POST /v1/events` → 201."""
 
@@ -61,6 +68,11 @@ class Accepted(BaseModel):
     hash: str = Field(pattern=HEX64, description="The new event's hash, the process head.")
     seq: int = Field(ge=1)
     process: ProcessBody
+    log: Receipt | None = Field(
+        default=None,
+        description="With `wait=log`: the receipt once the event is in a published"
+        " checkpoint, null on timeout; absent otherwise.",
+    )
 
 
 class ProcessWithChildren(ProcessBody):
@@ -127,10 +139,23 @@ class ProcessAutomation(BaseModel):
     queue: list[WorkTableRow]
 
 
-class ExportBundle(BaseModel):
-    """`charter-export/1` (docs/verification.md): everything an offline verifier needs."""
+class BundleLog(BaseModel):
+    """The `log` member of `charter-export/2`: the last logged event's inclusion proof."""
 
-    format: Literal["charter-export/1"]
+    origin: str = Field(description="The log's origin (its checkpoints' first line).")
+    process_key: str | None = Field(
+        pattern=HEX64, description="HMAC-SHA256(log salt, process id): the leaf's pseudonym."
+    )
+    seq: int = Field(ge=0, description="The seq proven; 0 when none is logged yet.")
+    proof: str | None = Field(description="A c2sp.org/tlog-proof@v1 text, or null.")
+    unlogged: int = Field(ge=0, description="Events after `seq`, not proven.")
+
+
+class ExportBundle(BaseModel):
+    """`charter-export/1`, or `/2` with `log` when the deployment has a transparency log
+    (docs/verification.md): everything an offline verifier needs."""
+
+    format: Literal["charter-export/1", "charter-export/2"]
     process: dict[str, Json]
     events: list[dict[str, Json]]
     workflows: dict[str, Json] = Field(description="Definition version → definition.")
@@ -138,6 +163,7 @@ class ExportBundle(BaseModel):
     actors: dict[str, Json] | None = Field(
         default=None, description="The automation actor's keys, current and retired."
     )
+    log: BundleLog | None = Field(default=None, description="`charter-export/2` only.")
 
 
 class Deployment(BaseModel):
@@ -193,3 +219,15 @@ class Unhealthy(BaseModel):
 
 class WebhookAccepted(BaseModel):
     runs: list[str] = Field(description="Ids of the pending runs admitted, maybe none.")
+
+
+class LogStatus(BaseModel):
+    """`GET /v1/log/status`: the log as its directory shows it, and the queue before it."""
+
+    origin: str | None = Field(description="The log's origin; null before the first checkpoint.")
+    size: int = Field(ge=0, description="Entries in the latest published checkpoint.")
+    cosignatures: int = Field(ge=0, description="Witness cosignatures on that checkpoint.")
+    halted: str | None = Field(description="Why the sequencer halted (`db_behind_log`, ...).")
+    halt_message: str | None
+    pending: int = Field(ge=0, description="Events committed but not logged yet.")
+    oldest_pending_s: float = Field(ge=0, description="How long the oldest has waited.")

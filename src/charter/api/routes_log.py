@@ -9,13 +9,15 @@ the scope `log:read`, or nothing when CHARTER_LOG_PUBLIC=1.
 from __future__ import annotations
 
 import re
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from charter.api.auth import bearer, require
+from charter.api.contract import errors
+from charter.api.models import LogStatus
 from charter.api.state import Services, services
 from charter.core.errors import Malformed
 from charter.db.database import Role
@@ -60,16 +62,47 @@ def log_reader(
 
 
 Log = Annotated[LogDirectory, Depends(log_reader)]
+_NO_LOG = "`log_not_configured`: this deployment has no transparency log."
+_SCOPE = {
+    401: "`unauthorized`: no bearer token, or an unknown or revoked one (unless the log is "
+    "public, CHARTER_LOG_PUBLIC=1).",
+    403: "`forbidden`: the token lacks `log:read`.",
+}
 
 
-@router.get("/checkpoint", response_class=Response)
+def _text(description: str, why: dict[int, str], media: str = _TEXT) -> dict[str, Any]:
+    """`responses=` of a route answering text (or bytes) on success."""
+    schema = {"type": "string"} | ({} if media == _TEXT else {"format": "binary"})
+    success = {200: {"content": {media: {"schema": schema}}, "description": description}}
+    return {"response_class": Response, "responses": success | errors(404, why=_SCOPE | why)}
+
+
+@router.get(
+    "/checkpoint",
+    **_text(
+        "The latest published checkpoint: a C2SP signed note (tlog-checkpoint), "
+        "signed by the log key and cosigned by the witnesses.",
+        {404: _NO_LOG},
+    ),
+)
 def checkpoint(log: Log) -> Response:
     """The latest published checkpoint (a C2SP signed note)."""
     note = log.checkpoint_note() or b""
     return Response(note, media_type=_TEXT, headers={"Cache-Control": _LATEST})
 
 
-@router.get("/tile/{path:path}", response_class=Response)
+@router.get(
+    "/tile/{path:path}",
+    **_text(
+        "A tlog-tiles hash tile (`<L>/<N>[.p/<W>]`) or entry bundle (`entries/<N>[.p/<W>]`);"
+        " full tiles are immutable.",
+        {
+            400: "`tile_path_malformed`: not a canonical tlog-tiles path.",
+            404: "`tile_missing` (no such tile yet) or `log_not_configured`.",
+        },
+        "application/octet-stream",
+    ),
+)
 def tile(path: str, log: Log) -> Response:
     """A tlog-tiles hash tile or entry bundle; full tiles never change."""
     wanted = parse_tile_path(f"tile/{path}")
@@ -80,7 +113,17 @@ def tile(path: str, log: Log) -> Response:
     return Response(data, media_type="application/octet-stream", headers={"Cache-Control": cache})
 
 
-@router.get("/proof/{event_hash}", response_class=Response)
+@router.get(
+    "/proof/{event_hash}",
+    **_text(
+        "A c2sp.org/tlog-proof@v1 text: index, audit path and the cosigned checkpoint.",
+        {
+            400: "`malformed`: the hash is not 64 lowercase hex characters.",
+            404: "`not_logged`: the event is not in a published checkpoint (yet), or no "
+            "checkpoint of `size` was published; or `log_not_configured`.",
+        },
+    ),
+)
 def proof(
     event_hash: str,
     log: Log,
@@ -102,7 +145,13 @@ def proof(
     return Response(text, media_type=_TEXT, headers={"Cache-Control": _LATEST})
 
 
-@router.get("/consistency", response_class=Response)
+@router.get(
+    "/consistency",
+    **_text(
+        "RFC 6962 consistency proof hashes, base64, one per line.",
+        {400: "`log_proof_range`: not 0 <= from <= to <= the log's size.", 404: _NO_LOG},
+    ),
+)
 def consistency(
     log: Log, from_: Annotated[int, Query(alias="from", ge=0)], to: Annotated[int, Query(ge=0)]
 ) -> Response:
@@ -112,7 +161,11 @@ def consistency(
     return Response(text, media_type=_TEXT, headers={"Cache-Control": _IMMUTABLE})
 
 
-@router.get("/status")
+@router.get(
+    "/status",
+    response_model=LogStatus,
+    responses=errors(404, why=_SCOPE | {404: _NO_LOG}),
+)
 def status(log: Log, context: Annotated[Services, Depends(services)]) -> JSONResponse:
     """Origin, size and halt from the log directory; the queue's length from the database."""
     report = log_status(log.root)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
@@ -17,10 +17,12 @@ from charter.api.models import (
     ProcessWithChildren,
     Verification,
 )
+from charter.api.routes_log import log_settings
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.engine.metrics import count_verification
 from charter.engine.verification import export_bundle, verify_process
+from charter.tlog.logdir import LogDirectory
 
 READ = "processes:read"
 
@@ -68,8 +70,19 @@ def get_automation(process_id: ProcessId, context: Context, _token: Reader) -> J
 
 @router.get(
     "/v1/processes/{process_id}/export",
-    **answers(ExportBundle, 404, why=_UNKNOWN, description="The `charter-export/1` bundle (JSON)."),
+    **answers(
+        ExportBundle,
+        404,
+        why=_UNKNOWN,
+        description="The `charter-export/1` bundle, or `/2` with a log proof (JSON).",
+    ),
 )
-def export(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
-    """The `charter-export/1` bundle (as `charter export` prints) for offline verification."""
-    return JSONResponse(export_bundle(context.database, process_id))
+def export(
+    request: Request, process_id: ProcessId, context: Context, _token: Reader
+) -> JSONResponse:
+    """The export bundle (as `charter export` prints) for offline verification:
+    `charter-export/2`, with the tlog-proof of the last logged event, when this deployment
+    has a transparency log (no wait: `unlogged` counts the events not logged yet), else
+    `charter-export/1`."""
+    log = LogDirectory(log_settings(request).directory)
+    return JSONResponse(export_bundle(context.database, process_id, log))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import Annotated, cast
 
 import typer
 from rich.console import Console
@@ -22,19 +22,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from charter.cli.verify_log import LogCheck, default_policy
 from charter.core import ijson
 from charter.core.config import Settings
 from charter.core.ed25519 import check_public_key
-from charter.core.errors import InvalidPublicKey, Malformed
+from charter.core.errors import ConfigurationError, InvalidPublicKey, Malformed
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
 from charter.db.embedded import database_url
 from charter.engine.evidence import Problem, VerificationReport
-from charter.engine.verification import export_bundle, process_ids, verify_bundle, verify_process
+from charter.engine.verification import (
+    export_bundle,
+    process_ids,
+    verify_bundle,
+    verify_bundle_log,
+    verify_process,
+)
 from charter.engine.verification_pool import default_jobs, verify_processes
-
-if TYPE_CHECKING:
-    from charter.cli.verify_log import LogCheck
+from charter.tlog.bundle_log import BundleTrust
+from charter.tlog.config import LogSettings
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.policy import parse_policy
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -103,8 +111,8 @@ def verify(
         Path | None,
         typer.Option(
             "--policy",
-            help="With --log: the tlog-policy to trust (default $CHARTER_HOME/trust/"
-            "charter.policy, else the one `charter log init` wrote).",
+            help="With --log or --bundle: the tlog-policy to trust (default $CHARTER_HOME/"
+            "trust/charter.policy, else the one `charter log init` wrote).",
             dir_okay=False,
             show_default=False,
         ),
@@ -113,7 +121,8 @@ def verify(
         Path | None,
         typer.Option(
             "--salt",
-            help="With --log: the log salt file (default CHARTER_LOG_SALT_FILE).",
+            help="With --log: the log salt file (default CHARTER_LOG_SALT_FILE); with"
+            " --bundle: also check the bundle's process key against it.",
             dir_okay=False,
             show_default=False,
         ),
@@ -121,7 +130,9 @@ def verify(
     require_log: Annotated[
         bool,
         typer.Option(
-            "--require-log", help="With --log: events not logged past the grace are problems."
+            "--require-log",
+            help="With --log: events not logged past the grace are problems; with --bundle:"
+            " so is a bundle without a log proof.",
         ),
     ] = False,
     log_grace: Annotated[
@@ -130,7 +141,7 @@ def verify(
             "--log-grace",
             min=0.0,
             metavar="SECONDS",
-            help="With --log: how long an event may wait for the log.",
+            help="With --log or --bundle: how long an event may wait for the log.",
         ),
     ] = 600.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -143,9 +154,12 @@ def verify(
     if jobs is not None and not all_processes:
         raise typer.BadParameter("--jobs applies only to --all")
     if bundle is not None:
+        if log_dir is not None:
+            raise typer.BadParameter("--log checks stored chains; a bundle carries its proof")
         pinned = _pinned_keys(automation_keys) if automation_keys else None
         replay_bundle = True if replay is None else replay
-        raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, as_json=as_json))
+        trust = _bundle_trust(policy, salt, require=require_log, grace_s=log_grace)
+        raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, trust, as_json=as_json))
     if automation_keys:
         raise typer.BadParameter("--automation-key applies only to --bundle FILE")
     if log_dir is None and (policy or salt or require_log):
@@ -174,11 +188,41 @@ def verify(
 
 def export(
     process_id: Annotated[str, typer.Argument(help="The process to export.", show_default=False)],
+    wait_log: Annotated[
+        float,
+        typer.Option(
+            "--wait-log",
+            min=0.0,
+            metavar="SECONDS",
+            help="With a transparency log: how long to wait for the head to be logged.",
+        ),
+    ] = 10.0,
 ) -> None:
-    """Print a process's export bundle (charter-export/1) for offline verification."""
+    """Print a process's export bundle for offline verification: charter-export/1, or
+    charter-export/2 with the log proof of its head when this deployment has a log."""
+    log = LogDirectory(LogSettings.from_env().directory)
     with database_url(Settings.from_env()) as url, Database(url, max_size=1) as database:
-        bundle = export_bundle(database, process_id)
+        bundle = export_bundle(database, process_id, log, wait_log=wait_log)
     _write_json(bundle, indent=1)
+
+
+def _bundle_trust(
+    policy: Path | None, salt: Path | None, *, require: bool, grace_s: float
+) -> BundleTrust:
+    """What verifying a bundle's log proof trusts: the policy given, else the default one
+    if it exists (none: a proof is `checkpoint_untrusted`), and the salt only if given."""
+    settings, log_settings = Settings.from_env(), LogSettings.from_env()
+    path = policy or default_policy(settings, log_settings)
+    parsed = None
+    if policy is not None or path.is_file():
+        try:
+            parsed = parse_policy(path.read_bytes())
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read the policy {path}: {exc}") from None
+    salted = None
+    if salt is not None:
+        salted = LogSettings(log_settings.directory, log_settings.key_file, salt).salt()
+    return BundleTrust(parsed, salted, settings.home / "trust", require, grace_s)
 
 
 def _log_notes(summary: dict[str, object]) -> list[str]:
@@ -204,7 +248,14 @@ def _pinned_keys(values: list[str]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _verify_file(path: Path, replay: bool, pinned: tuple[str, ...] | None, *, as_json: bool) -> int:
+def _verify_file(
+    path: Path,
+    replay: bool,
+    pinned: tuple[str, ...] | None,
+    trust: BundleTrust,
+    *,
+    as_json: bool,
+) -> int:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -216,15 +267,20 @@ def _verify_file(path: Path, replay: bool, pinned: tuple[str, ...] | None, *, as
         else:
             Console(stderr=True).print(message, markup=False)
         return EXIT_UNREADABLE
+    log: JsonObject | None = None
     try:
-        report = verify_bundle(ijson.loads(raw), replay=replay, automation_keys=pinned)
+        value = ijson.loads(raw)
+        report = verify_bundle(value, replay=replay, automation_keys=pinned)
+        report, log = verify_bundle_log(value, report, trust)
     except Malformed as exc:
         # A file that is not I-JSON is bad evidence, not an unusable command line.
         report = VerificationReport.of(0, [Problem(None, "malformed_bundle", exc.message)])
-    trust: JsonObject = {
+    extra: JsonObject = {
         "replayed": replay,
         "automation_keys": "bundle" if pinned is None else "pinned",
     }
+    if log is not None:  # a charter-export/1 report stays as it was
+        extra["log"] = log
     notes = [
         "automation keys: "
         + (
@@ -236,7 +292,21 @@ def _verify_file(path: Path, replay: bool, pinned: tuple[str, ...] | None, *, as
         "state and data: "
         + ("replayed from the events" if replay else "not checked (--no-replay)"),
     ]
-    return _show(str(path), report, as_json=as_json, extra=trust, notes=notes)
+    log_note = _bundle_log_note(log)
+    notes += [log_note] if log_note else []
+    return _show(str(path), report, as_json=as_json, extra=extra, notes=notes)
+
+
+def _bundle_log_note(log: JsonObject | None) -> str | None:
+    if log is None:
+        return None
+    if not log.get("proven"):
+        return f"log: {log.get('origin')}: no proof verified"
+    return (
+        f"log: seq {log['seq']} proven in {log['origin']} at size {log['checkpoint_size']}"
+        f" (witnesses: {', '.join(cast(list[str], log['witnesses'])) or 'none'});"
+        f" {log['unlogged']} later event(s) not proven; completeness: lower bound only"
+    )
 
 
 def _show(

@@ -1,4 +1,5 @@
-"""The export bundle, `charter-export/1`: Evidence as one JSON document (docs/verification.md).
+"""The export bundle, `charter-export/1` and `/2`: Evidence as one JSON document
+(docs/verification.md).
 
 An auditor verifies a bundle offline with nothing else: it carries the process row, every
 event with its exact envelope text, the workflow definitions the events were decided
@@ -7,6 +8,10 @@ automation actor's keys (`actors`, current and retired) that automated events ar
 with. Reading a bundle checks shapes and types only; what the values mean is the
 verifier's job. `actors` is always written but optional when read: bundles exported
 before it existed stay readable (their automated events then need pinned keys).
+
+A deployment with a transparency log exports `charter-export/2`: the same members plus
+`log`, the C2SP tlog-proof of the last logged event (`charter.tlog.bundle_log` builds and
+checks it). Without a log the bundle stays `charter-export/1`, byte for byte as before.
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ from charter.engine.evidence import ActorKey, EventRow, Evidence
 from charter.engine.records import AUTOMATION_ACTOR_ID, ProcessView
 
 FORMAT = "charter-export/1"
+FORMAT_LOGGED = "charter-export/2"
+FORMATS = (FORMAT, FORMAT_LOGGED)
 
 
-def bundle_json(evidence: Evidence) -> JsonObject:
-    """The bundle of `evidence`."""
+def bundle_json(evidence: Evidence, log: JsonObject | None = None) -> JsonObject:
+    """The bundle of `evidence`; with `log` (the deployment has a log), `charter-export/2`."""
     bundle: JsonObject = {
-        "format": FORMAT,
+        "format": FORMAT if log is None else FORMAT_LOGGED,
         "process": process_json(evidence.process),
         "events": [event_json(event) for event in evidence.events],
         "workflows": dict(sorted(evidence.workflows.items())),
@@ -34,6 +41,8 @@ def bundle_json(evidence: Evidence) -> JsonObject:
     }
     if evidence.automation_keys is not None:
         bundle["actors"] = actors_json(evidence.automation_keys)
+    if log is not None:
+        bundle["log"] = log
     return bundle
 
 
@@ -76,8 +85,10 @@ def event_json(event: EventRow) -> JsonObject:
 def evidence_from_bundle(bundle: JsonValue) -> Evidence:
     """Read a bundle; Malformed names the first field that has the wrong shape."""
     top = _Object(bundle, "bundle")
-    if top.value.get("format") != FORMAT:
-        raise Malformed(f"bundle.format must be {FORMAT!r}")
+    if top.value.get("format") not in FORMATS:
+        raise Malformed(f"bundle.format must be {FORMAT!r} or {FORMAT_LOGGED!r}")
+    if top.value.get("format") == FORMAT_LOGGED:
+        top.get("log")  # its shape is checked with the log proof (charter.tlog.bundle_log)
     events_value = top.value.get("events")
     if not isinstance(events_value, list):
         raise Malformed("bundle.events must be an array")

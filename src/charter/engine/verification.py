@@ -7,7 +7,9 @@ a handful of queries whatever the number of events (no per-event round trips);
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -24,6 +26,8 @@ from charter.engine.genesis import MAX_CAUSE_DEPTH
 from charter.engine.records import AUTOMATION_ACTOR_ID, ProcessView
 from charter.engine.store import Store
 from charter.engine.verify import verify_evidence
+from charter.tlog.bundle_log import BundleTrust, check_bundle_log, logged_member
+from charter.tlog.logdir import LogDirectory
 
 __all__ = [
     "Problem",
@@ -32,10 +36,12 @@ __all__ = [
     "load_evidence",
     "process_ids",
     "verify_bundle",
+    "verify_bundle_log",
     "verify_process",
 ]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+_LOG_POLL_SECONDS = 0.1
 
 
 def verify_process(
@@ -45,9 +51,23 @@ def verify_process(
     return verify_evidence(load_evidence(database, process_id), replay_state=replay)
 
 
-def export_bundle(database: Database, process_id: str) -> JsonObject:
-    """The `charter-export/1` bundle of a stored process (UnknownProcess if there is none)."""
-    return bundle_json(load_evidence(database, process_id))
+def export_bundle(
+    database: Database, process_id: str, log: LogDirectory | None = None, wait_log: float = 0.0
+) -> JsonObject:
+    """The bundle of a stored process (UnknownProcess if there is none): `charter-export/1`,
+    or `/2` when `log` (the deployment's log directory) has a checkpoint, carrying the
+    tlog-proof of the last logged event; `wait_log` seconds are given to the sequencer to
+    log the head first."""
+    evidence = load_evidence(database, process_id)
+    if log is None or not log.exists():
+        return bundle_json(evidence)
+    deadline = time.monotonic() + wait_log
+    while True:
+        with database.connection(Role.READER) as conn:
+            member = logged_member(conn, log, evidence)
+        if member.unlogged == 0 or time.monotonic() >= deadline:
+            return bundle_json(evidence, member.to_json())
+        time.sleep(_LOG_POLL_SECONDS)
 
 
 def verify_bundle(
@@ -63,6 +83,26 @@ def verify_bundle(
     except Malformed as exc:
         return VerificationReport.of(0, [Problem(None, "malformed_bundle", exc.message)])
     return verify_evidence(evidence, replay_state=replay, automation_keys=automation_keys)
+
+
+def verify_bundle_log(
+    bundle: JsonValue,
+    report: VerificationReport,
+    trust: BundleTrust,
+    now: datetime | None = None,
+) -> tuple[VerificationReport, JsonObject | None]:
+    """`report` (of `verify_bundle`) with the problems of the bundle's log proof added, and
+    the report's `log` object; None for a bundle without a log. Offline, like the rest."""
+    try:
+        evidence = evidence_from_bundle(bundle)
+        problems, log = check_bundle_log(
+            bundle, evidence.events, evidence.process.id, trust, now or datetime.now(UTC)
+        )
+    except Malformed as exc:
+        if not report.ok and any(p.code == "malformed_bundle" for p in report.problems):
+            return report, None  # already said
+        problems, log = [Problem(None, "malformed_bundle", exc.message)], None
+    return VerificationReport.of(report.events, [*report.problems, *problems]), log
 
 
 def process_ids(database: Database) -> list[str]:

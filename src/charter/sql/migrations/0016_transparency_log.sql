@@ -139,3 +139,13 @@ GRANT SELECT ON charter.events, charter.processes, charter.schema_migrations TO 
 GRANT DELETE ON charter.log_pending TO charter_sequencer;
 GRANT INSERT ON charter.log_entries, charter.log_checkpoints, charter.system_log
     TO charter_sequencer;
+
+-- The log's read scope: GET /v1/log/ (unless CHARTER_LOG_PUBLIC=1).
+ALTER TABLE charter.api_tokens DROP CONSTRAINT api_tokens_scopes_check;
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_scopes_check CHECK (
+    cardinality(scopes) >= 1
+    AND scopes <@ ARRAY[
+        'automations:read', 'automations:write', 'runs:read', 'runs:execute',
+        'processes:read', 'workflows:write', 'actors:write', 'log:read', '*'
+    ]::text[]
+);

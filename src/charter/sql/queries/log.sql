@@ -72,3 +72,9 @@ SELECT idx FROM charter.log_entries WHERE event_hash = %(event_hash)s
 -- log_checkpoint_note --
 -- The signed note of the checkpoint of a given size (a cache: the reader checks it).
 SELECT note FROM charter.log_checkpoints WHERE size = %(size)s
+
+-- log_entries_of --
+-- One process's recorded entries, newest seq first (a cache: the export checks each
+-- against the entry bundle before proving it).
+SELECT seq, event_hash, idx FROM charter.log_entries WHERE process_id = %(process_id)s
+ORDER BY seq DESC

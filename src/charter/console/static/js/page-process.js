@@ -1,7 +1,8 @@
 // /console/processes/{id}: state and data, the chain as a timeline (with causes of
 // automated events), verification marked on each event, pending timers and queued
-// automatic actions, parent and children, the export bundle, and the Act section
-// (act.js: a governed action signed in this browser).
+// automatic actions, parent and children, the export bundle, the process's place in the
+// transparency log (log-status.js) and the Act section (act.js: a governed action signed
+// in this browser).
 
 import { get, processPath, request } from "./api.js";
 import { facts, h, json, link, paths, table } from "./dom.js";
@@ -9,6 +10,7 @@ import { relative, shortHash, time } from "./format.js";
 import * as live from "./live.js";
 import { fill, problem, section } from "./sections.js";
 import { actSection } from "./act.js";
+import { logSection } from "./log-status.js";
 
 const POLL_MS = 5000;
 
@@ -26,6 +28,7 @@ export function processPage(id) {
   const workBody = h("div", { class: "body" });
   const work = h("section", { class: "card", id: "automation" }, h("h2", {}, "Timers and queued actions"), workBody);
   const act = actSection(id, { onAccepted: () => load().catch(() => {}) });
+  const log = logSection();
 
   async function load() {
     const [process, history] = await Promise.all([get(processPath(id)), get(processPath(id, "/events"))]);
@@ -35,6 +38,7 @@ export function processPage(id) {
       fill(summary, summaryBody, () => renderSummary(process)),
       fill(timeline, timelineBody, () => renderTimeline(process, history.events)),
       fill(work, workBody, async () => renderWork(await get(processPath(id, "/automation")), history.events, countdowns)),
+      log.show(history.events),
     ]);
     verdict.replaceChildren();
   }
@@ -45,6 +49,7 @@ export function processPage(id) {
       h("div", { class: "actions" }, verifyButton, exportButton)),
     verdict,
     summary,
+    log.card,
     act.card,
     timeline,
     work,
@@ -52,7 +57,7 @@ export function processPage(id) {
 
   load().catch((error) => {
     // The process itself could not be read: one message instead of three cards.
-    for (const card of [summary, act.card, timeline, work]) card.remove();
+    for (const card of [summary, log.card, act.card, timeline, work]) card.remove();
     verdict.replaceChildren(problem(error));
   });
 
