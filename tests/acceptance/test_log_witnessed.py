@@ -230,6 +230,11 @@ def test_verify_log_accepts_the_cosigned_checkpoint_and_refuses_one_without(
     code, report = _verify(world, process_id, "--log", str(world.log.root), "--policy", policy)
     assert (code, report["ok"]) == (0, True), report
     assert report["log"]["witnesses"] == ["w1"]
+    # The witness holds exactly this tree: nothing to report.
+    code, report = _verify(
+        world, process_id, "--log", str(world.log.root), "--policy", policy, "--witness", w1.url
+    )
+    assert (code, report["ok"]) == (0, True), report
 
     # The same checkpoint with the log's signature alone: the quorum is not met.
     stripped = tmp_path / "stripped"
@@ -283,6 +288,16 @@ def test_a_rolled_back_log_directory_is_refused_by_the_witness_and_halts_the_seq
         halted = run_charter("log", "sequence", env=world.env())
         assert halted.returncode == 3
         assert "log_behind_db" in halted.stderr
+        # A verifier shown the restored directory (a mirror rolled back with it) and
+        # asking the witness learns the log went further (design §1b.10 test 8).
+        code, report = _verify(
+            world, process_id, "--log", str(world.log.root),
+            "--policy", str(world.settings.policy_path), "--witness", w1.url,
+        )  # fmt: skip
+        assert code == 1
+        rollback = [p for p in report["problems"] if p["code"] == "log_rollback"]
+        assert rollback, report
+        assert f"the witness {w1.url} cosigned size 6" in rollback[0]["message"]
 
         # The whole host restored (directory and database agree at size 2), then a new
         # event: only the witness knows the log went further.

@@ -107,6 +107,17 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    witnesses: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness",
+            metavar="URL",
+            help="With --log: also compare the log with the latest checkpoint this witness"
+            " cosigned (its C2SP monitoring prefix; repeatable): a larger one is"
+            " log_rollback, a conflicting one checkpoint_equivocation.",
+            show_default=False,
+        ),
+    ] = None,
     policy: Annotated[
         Path | None,
         typer.Option(
@@ -154,23 +165,28 @@ def verify(
     if jobs is not None and not all_processes:
         raise typer.BadParameter("--jobs applies only to --all")
     if bundle is not None:
-        if log_dir is not None:
-            raise typer.BadParameter("--log checks stored chains; a bundle carries its proof")
+        if log_dir is not None or witnesses:
+            raise typer.BadParameter(
+                "--log and --witness check stored chains; a bundle carries its proof"
+            )
         pinned = _pinned_keys(automation_keys) if automation_keys else None
         replay_bundle = True if replay is None else replay
         trust = _bundle_trust(policy, salt, require=require_log, grace_s=log_grace)
         raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, trust, as_json=as_json))
     if automation_keys:
         raise typer.BadParameter("--automation-key applies only to --bundle FILE")
-    if log_dir is None and (policy or salt or require_log):
-        raise typer.BadParameter("--policy, --salt and --require-log apply only with --log")
+    if log_dir is None and (policy or salt or require_log or witnesses):
+        raise typer.BadParameter(
+            "--policy, --salt, --require-log and --witness apply only with --log"
+        )
     with database_url(Settings.from_env()) as url, Database(url, max_size=2) as database:
         check = None
         if log_dir is not None:
             from charter.cli.verify_log import log_check
 
             check = log_check(database, log_dir, policy_file=policy, salt_file=salt,
-                              require=require_log, grace_s=log_grace)  # fmt: skip
+                              require=require_log, grace_s=log_grace,
+                              witnesses=witnesses or ())  # fmt: skip
         if process_id is not None:
             report = verify_process(database, process_id, replay=bool(replay))
             extra: JsonObject | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -12,7 +12,7 @@ from charter.core.errors import ConfigurationError
 from charter.db.database import Database, Role
 from charter.db.queries import query
 from charter.engine.evidence import Problem, VerificationReport
-from charter.tlog.audit import ChainEvent, LogMirror, check_trusted, open_mirror
+from charter.tlog.audit import ChainEvent, LogMirror, check_trusted, check_witness, open_mirror
 from charter.tlog.config import LogSettings
 from charter.tlog.errors import CheckpointUntrusted, LogProofInvalid, TileMissing
 from charter.tlog.policy import parse_policy
@@ -36,6 +36,7 @@ def log_check(
     salt_file: Path | None,
     require: bool,
     grace_s: float,
+    witnesses: Sequence[str] = (),
 ) -> LogCheck:
     """A function adding the log's problems (and `log` object) to a process's report."""
     settings = Settings.from_env()
@@ -54,6 +55,9 @@ def log_check(
         mirror = open_mirror(directory, policy, salt)
         trusted = check_trusted(settings.home / "trust", directory, policy)
         general += [trusted] if trusted else []
+        for url in witnesses:  # a witness that cannot be read is an error, not a pass
+            witnessed = check_witness(url, directory, policy)
+            general += [witnessed] if witnessed else []
     except _MIRROR_PROBLEMS as exc:
         general.append(Problem(None, exc.code, exc.message))
     now = datetime.now(UTC)

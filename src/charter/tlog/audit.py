@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+import httpx
+
 from charter.engine.evidence import Problem
-from charter.tlog.checkpoint import Checkpoint
+from charter.tlog.checkpoint import Checkpoint, open_checkpoint
 from charter.tlog.entry import LogEntry, process_key
-from charter.tlog.errors import LogNotConfigured, LogProofInvalid, TlogError
+from charter.tlog.errors import LogNotConfigured, LogProofInvalid, TlogError, WitnessUnreachable
 from charter.tlog.logdir import LogDirectory, write_atomically
 from charter.tlog.merkle import prove_consistency, verify_consistency
 from charter.tlog.note import parse_note
@@ -161,29 +163,87 @@ def check_trusted(trust_dir: Path, directory: Path, policy: Policy) -> Problem |
         write_atomically(path, note)
         return None
     stored = Checkpoint.parse(parse_note(stored_note).text)
-    if stored.size > current.size:
+    problem = _compare(log, note, current, stored_note, stored, f"this verifier ({path}) accepted")
+    if problem is None and current.size > stored.size:
+        write_atomically(path, note)
+    return problem
+
+
+def check_witness(
+    url: str, directory: Path, policy: Policy, *, client: httpx.Client | None = None
+) -> Problem | None:
+    """Compare the mirror's checkpoint with the latest one a witness holds for its origin
+    (C2SP tlog-witness's monitoring endpoint, `<url>/<sha256(origin)>/checkpoint`): a
+    witness that cosigned a larger tree than the mirror offers is `log_rollback`, one of
+    the same size with another root, or not a prefix of the mirror's tree,
+    `checkpoint_equivocation`. Only the log's signature is required on the witness's copy:
+    it proves the log reached that size. A witness holding nothing for the origin: None.
+    Raises `WitnessUnreachable` when the witness cannot be read."""
+    log = LogDirectory(directory)
+    note = log.checkpoint_note()
+    if note is None:
+        return None
+    current = policy.verify_checkpoint(note).checkpoint
+    digest = hashlib.sha256(current.origin.encode()).hexdigest()
+    address = f"{url.rstrip('/')}/{digest}/checkpoint"
+    try:
+        if client is None:
+            with httpx.Client(timeout=10.0) as own:
+                answer = own.get(address)
+        else:
+            answer = client.get(address)
+    except httpx.HTTPError as exc:
+        raise WitnessUnreachable(f"cannot read {address}: {exc}") from None
+    if answer.status_code == 404:
+        return None
+    if answer.status_code != 200:
+        raise WitnessUnreachable(f"{address} answered {answer.status_code}")
+    held_note = answer.content
+    try:
+        held = open_checkpoint(held_note, [entry.verifier for entry in policy.logs]).checkpoint
+    except TlogError as exc:
+        return Problem(
+            None,
+            "checkpoint_untrusted",
+            f"the witness {url} serves a checkpoint the log did not sign: {exc.message}",
+        )
+    if held.origin != current.origin:
+        return Problem(
+            None, "checkpoint_untrusted", f"the witness {url} serves another origin, {held.origin}"
+        )
+    return _compare(log, note, current, held_note, held, f"the witness {url} cosigned")
+
+
+def _compare(
+    log: LogDirectory,
+    note: bytes,
+    current: Checkpoint,
+    other_note: bytes,
+    other: Checkpoint,
+    who: str,
+) -> Problem | None:
+    """`current` (the mirror's) against the checkpoint `who` saw: rollback, equivocation
+    (with both notes as evidence), or None when `current` extends it."""
+    if other.size > current.size:
         return Problem(
             None,
             "log_rollback",
-            f"the log offers size {current.size}, but this verifier already accepted size"
-            f" {stored.size} ({path})",
+            f"the log offers size {current.size}, but {who} size {other.size}",
         )
     try:
-        if stored.size == current.size:
-            if stored.root != current.root:
+        if other.size == current.size:
+            if other.root != current.root:
                 raise LogProofInvalid("equal sizes with different roots")
-        elif stored.size > 0:
+        elif other.size > 0:
             read = TileHashReader(log.tiles, current.size)
-            proof = prove_consistency(stored.size, current.size, read)
-            verify_consistency(stored.size, current.size, proof, stored.root, current.root)
+            proof = prove_consistency(other.size, current.size, read)
+            verify_consistency(other.size, current.size, proof, other.root, current.root)
     except TlogError as exc:
         return Problem(
             None,
             "checkpoint_equivocation",
-            f"the log's checkpoint (size {current.size}) is not consistent with the one this"
-            f" verifier accepted (size {stored.size}): {exc.message}\n"
-            f"{stored_note.decode(errors='replace')}\n{note.decode(errors='replace')}",
+            f"the log's checkpoint (size {current.size}) is not consistent with the one"
+            f" {who} (size {other.size}): {exc.message}\n"
+            f"{other_note.decode(errors='replace')}\n{note.decode(errors='replace')}",
         )
-    if current.size > stored.size:
-        write_atomically(path, note)
     return None

@@ -28,6 +28,13 @@ class LogProofInvalid(TlogError):
     http_status = 422
 
 
+class WitnessUnreachable(TlogError):
+    """A witness named to the verifier could not be read."""
+
+    code = "witness_unreachable"
+    http_status = 502
+
+
 class MalformedEntry(TlogError):
     """The log entry is not a valid charter-event/1 entry."""
 
