@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from charter.api.app import create_app
 from charter.core.errors import Duplicate
 from charter.db.database import Database, Role, connect
+from charter.engine.metrics import REGISTRY
 from charter.tlog import store
 from charter.tlog.entry import LogEntry
 from charter.tlog.logdir import LogDirectory
@@ -67,6 +68,11 @@ def test_accepted_events_are_queued_and_one_tick_logs_them(world: World, tmp_pat
     sequencer = Sequencer(world.database.url, log, Ed25519Signer.generate("test/log"), SALT)
     with connect(world.database.url, Role.SEQUENCER) as conn:
         result = sequencer.tick(conn)
+        oldest = REGISTRY.get_sample_value("charter_log_pending_oldest_seconds")
+        assert oldest is not None
+        assert oldest > 0  # the window those events waited in
+        sequencer.tick(conn)  # nothing left
+        assert REGISTRY.get_sample_value("charter_log_pending_oldest_seconds") == 0
     sequencer.close()
     logged = _rows(
         world.database, "SELECT process_id, seq, event_hash FROM charter.log_entries ORDER BY idx"

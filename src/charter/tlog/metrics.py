@@ -23,3 +23,9 @@ LOG_SIZE = Gauge(
     "The size of the latest checkpoint this process's sequencer wrote.",
     registry=REGISTRY,
 )
+LOG_PENDING_OLDEST = Gauge(
+    "charter_log_pending_oldest_seconds",
+    "Age of the oldest queued event this process's sequencer last read (0: none): the"
+    " pre-integration window, in which an unlogged event can still be erased.",
+    registry=REGISTRY,
+)

@@ -48,7 +48,7 @@ from charter.tlog.errors import (
 from charter.tlog.heads import Head, HeadIndex
 from charter.tlog.logdir import LogDirectory, write_atomically
 from charter.tlog.merkle import EMPTY_ROOT, tree_root
-from charter.tlog.metrics import LOG_HALTED, LOG_INTEGRATED, LOG_SIZE
+from charter.tlog.metrics import LOG_HALTED, LOG_INTEGRATED, LOG_PENDING_OLDEST, LOG_SIZE
 from charter.tlog.note import Ed25519Signer, parse_note
 from charter.tlog.tiles import TileHashReader, append_tiles
 
@@ -318,6 +318,7 @@ class Sequencer:
         else:
             with translated(), conn.transaction():
                 pending = store.pending_batch(conn, limit=BATCH_LIMIT)
+            LOG_PENDING_OLDEST.set(max((event.age_s for event in pending), default=0.0))
             batch = self._check(conn, pending)
         old_size = self._size
         if batch.entries and self._log.size() != old_size:
