@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,9 +166,20 @@ def bench(
             thread.join()
     rows: list[dict[str, object]] = [
         {"path": f"{label}, {args.writers} writer(s)", "runs": len(v),
+         "events/s median": round(statistics.median(v), 1),
          "events/s min": min(v), "events/s max": max(v)}
         for label, v in throughput.items()
     ]  # fmt: skip
+    # Each run's "on" against the "off" measured just before it: below 1 the log costs.
+    paired = [
+        on / off
+        for off, on in zip(throughput["log off"], throughput["log on (1 witness)"], strict=True)
+    ]
+    rows.append(
+        {"path": "on ÷ off, paired by run", "runs": len(paired),
+         "events/s median": round(statistics.median(paired), 3),
+         "events/s min": round(min(paired), 3), "events/s max": round(max(paired), 3)}
+    )  # fmt: skip
     print_results("process_event with the log off and on (interleaved)", rows)
     lags = _lags(url, committed, timed.published)
     points = percentiles(lags, (50, 99))

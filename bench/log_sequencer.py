@@ -47,6 +47,8 @@ def _queue(url: str, on: bool) -> None:
     with connect(url) as conn:
         state = "ENABLE" if on else "DISABLE"
         conn.execute(f"ALTER TABLE charter.events {state} TRIGGER events_queue_for_log")
+        # The queue fills only once switched on (what a sequencer's first lead does).
+        conn.execute("SELECT charter.enable_log_queue_v1()")
         conn.execute("DELETE FROM charter.log_pending")
         conn.commit()
 
