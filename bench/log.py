@@ -1,7 +1,7 @@
 """The witnessed log's cost: process_event with the log off and on, the integration lag
 through one local witness, and the bytes the log directory takes per event.
 
-Run: python bench/log.py [--seconds 3] [--writers 4] [--runs 3]
+Run: python bench/log.py [--seconds 3] [--writers 4] [--runs 3] [--batch-ms 250]
 Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server);
 it creates and drops its own database, a temporary log directory and witness directory,
 and starts one `charter witness serve` process on 127.0.0.1.
@@ -54,6 +54,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--batch-ms", type=int, default=250, help="the sequencer's tick (CHARTER_LOG_BATCH_MS)"
+    )
     args = parser.parse_args()
     signer = Ed25519Signer.generate(ORIGIN)
     with (
@@ -147,7 +150,9 @@ def bench(
                 committed[digest] = time.time()
             return digest
 
-        sequencer = Sequencer(url, log, signer, bytes(32), publish=timed, witnessed=True)
+        sequencer = Sequencer(
+            url, log, signer, bytes(32), batch_ms=args.batch_ms, publish=timed, witnessed=True
+        )
         for _ in range(args.runs):
             _queue(url, False)
             result = run_writers(args.writers, args.seconds, key, submit)
