@@ -45,18 +45,15 @@ class HintSender:
         if not hints:
             return
         with self._lock:
-            if self._closed:
-                closed = True
-            else:
-                closed = False
+            if not self._closed:
                 if self._thread is None:
                     self._thread = threading.Thread(
                         target=self._run, name="charter-hints", daemon=True
                     )
                     self._thread.start()
                 self._queue.put(list(hints))
-        if closed:
-            self._send(list(hints))
+                return
+        self._send(list(hints))  # closed: no thread left to send them
 
     def close(self, timeout: float = 5.0) -> None:
         """Send what is queued, then stop the thread (waiting at most `timeout` s)."""
