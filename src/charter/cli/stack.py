@@ -11,7 +11,7 @@ from pathlib import Path
 import uvicorn
 from rich.console import Console
 
-from charter.auth.tokens import create_token
+from charter.auth.tokens import create_token, find_token
 from charter.automation.keys import ensure_automation_actor, key_file
 from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
@@ -134,6 +134,7 @@ async def _serve(
             elif task.get_name() != "charter-stop":
                 task.result()  # a side task died: say why
     finally:
+        stop.set()  # its waiting task is among those gathered below
         server.should_exit = True
         worker.stop()
         crons.stop()
@@ -141,12 +142,16 @@ async def _serve(
 
 
 def _ensure_admin_token(settings: Settings, database: Database) -> Path:
-    """On first start, an admin (`*`) token in $CHARTER_HOME/admin-token, mode 0600."""
+    """An admin (`*`) token in $CHARTER_HOME/admin-token, mode 0600, that this database
+    knows: made on first start, and made again when the file holds a token the database
+    never issued or revoked (a new database under an old home)."""
     path = settings.home / "admin-token"
-    if path.exists():
-        return path
     with database.connection(Role.ENGINE) as conn:
+        if path.exists():
+            known = find_token(conn, path.read_text().strip())
+            if known is not None and known.revoked_at is None:
+                return path
         token = create_token(conn, scopes=["*"], name="admin (charter up)", principal="admin")
     settings.home.mkdir(parents=True, exist_ok=True)
-    write_private_file(path, (token + "\n").encode("ascii"))
+    write_private_file(path, (token + "\n").encode("ascii"), overwrite=True)
     return path
