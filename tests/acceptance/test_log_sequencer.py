@@ -13,7 +13,7 @@ import pytest
 
 from charter.core.crashpoints import LOG_AFTER_CHECKPOINT, LOG_AFTER_TILES, LOG_BEFORE_DB_COMMIT
 from charter.core.ed25519 import SecretKey
-from charter.db.database import connect
+from charter.db.database import Role, connect
 from tests.acceptance.logworld import LogWorld, append_events
 from tests.acceptance.processes import run_charter
 from tests.conftest import create_database, drop_database, unique_name
@@ -185,3 +185,33 @@ def test_a_log_directory_behind_the_database_halts_with_log_behind_db(
     halted = run_charter("log", "sequence", env=world.env(CHARTER_LOG_DIR=str(old)))
     assert halted.returncode == 3, halted.stderr
     assert "log_behind_db" in halted.stderr
+
+
+@pytest.mark.parametrize("forgery", ["no_such_event", "wrong_seq"])
+def test_a_forged_queue_row_halts_with_log_queue_forged(world: LogWorld, forgery: str) -> None:
+    # No foreign key stops these rows (migration 0017): the sequencer's own check must.
+    actor, version, processes = world.seed(1)
+    append_events(world.url, actor, version, processes, 2, seed=9)
+    with connect(world.url, Role.ENGINE) as conn:  # the engine role may queue rows
+        if forgery == "no_such_event":
+            conn.execute(
+                "INSERT INTO log_pending (event_hash, process_id, seq, prev_hash)"
+                " SELECT %s, process_id, seq + 1, hash FROM events WHERE seq = 2",
+                ("f" * 64,),
+            )
+        else:  # an existing event under another seq: the log would record a false position
+            with connect(world.url) as admin:
+                admin.execute("DELETE FROM log_pending WHERE seq = 2")
+                admin.commit()
+            conn.execute(
+                "INSERT INTO log_pending (event_hash, process_id, seq, prev_hash)"
+                " SELECT hash, process_id, 3, prev_hash FROM events WHERE seq = 2"
+            )
+        conn.commit()
+    halted = run_charter("log", "sequence", env=world.env())
+    assert halted.returncode == 3, halted.stderr
+    assert "log_queue_forged" in halted.stderr
+    halt = world.log.halted()
+    assert halt is not None
+    assert halt["code"] == "log_queue_forged"
+    assert world.log.size() == 0  # the batch that held it was not logged

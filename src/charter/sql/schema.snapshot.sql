@@ -229,7 +229,6 @@ CREATE TABLE charter.log_entries (
     process_id text NOT NULL,
     seq integer NOT NULL
 );
-ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_event_hash_fkey FOREIGN KEY (event_hash) REFERENCES events(hash);
 ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_event_hash_key UNIQUE (event_hash);
 ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_idx_check CHECK ((idx >= 0));
 ALTER TABLE charter.log_entries ADD CONSTRAINT log_entries_pkey PRIMARY KEY (idx);
@@ -250,7 +249,6 @@ CREATE TABLE charter.log_pending (
     prev_hash text,
     queued_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
-ALTER TABLE charter.log_pending ADD CONSTRAINT log_pending_event_hash_fkey FOREIGN KEY (event_hash) REFERENCES events(hash);
 ALTER TABLE charter.log_pending ADD CONSTRAINT log_pending_pkey PRIMARY KEY (event_hash);
 CREATE INDEX log_pending_order ON charter.log_pending USING btree (queued_at, process_id, seq);
 CREATE TRIGGER log_pending_no_truncate BEFORE TRUNCATE ON charter.log_pending FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();

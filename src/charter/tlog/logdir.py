@@ -3,7 +3,7 @@
     checkpoint                     the latest signed checkpoint (written last, atomically)
     tile/<L>/<N>[.p/<W>]           hash tiles
     tile/entries/<N>[.p/<W>]       entry bundles (88-byte charter-event/1 entries)
-    state/heads.sqlite             the sequencer's head index (`charter.tlog.heads`)
+    state/heads.sqlite[-wal,-shm]  the sequencer's head index (`charter.tlog.heads`)
     state/halted                   why the sequencer halted, if it did (JSON)
 
 Every file is written to a temporary name, fsynced, renamed into place and its directory

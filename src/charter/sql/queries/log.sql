@@ -31,14 +31,15 @@ SELECT coalesce(max(idx) + 1, 0) FROM charter.log_entries
 SELECT hash, process_id, seq FROM charter.events WHERE hash = ANY (%(hashes)s)
 
 -- log_record_entries --
--- Record logged entries (idx, event hash, process, seq), one row each.
+-- Record logged entries (idx, event hash, process, seq), one row each. The arrays go in
+-- binary (%b): the text format quotes every element through a regex in Python.
 INSERT INTO charter.log_entries (idx, event_hash, process_id, seq)
-SELECT * FROM unnest(%(idx)s::bigint[], %(hashes)s::text[], %(process_ids)s::text[],
-                     %(seqs)s::integer[])
+SELECT * FROM unnest(%(idx)b::bigint[], %(hashes)b::text[], %(process_ids)b::text[],
+                     %(seqs)b::integer[])
 
 -- log_dequeue --
 -- Remove logged (or already-logged, re-offered) events from the queue.
-DELETE FROM charter.log_pending WHERE event_hash = ANY (%(hashes)s)
+DELETE FROM charter.log_pending WHERE event_hash = ANY (%(hashes)b::text[])
 
 -- log_record_checkpoint --
 -- Record a signed checkpoint (a crash may make a restart record it a second time).
