@@ -6,8 +6,9 @@ comparison, polling every 20 ms as before).
 The API runs in its own process (uvicorn, one LISTEN connection for waiting claims);
 the machine runs in this one: a RunExecutor with a MachineClient (a fresh DPoP proof per
 request) and one in-process `test.echo` action host, so the figures are the protocol's
-own cost. Per 3-step run the machine sends 4 requests (start, complete + start next
-twice, complete the last step with the run, which also claims the next run).
+own cost. Per 3-step run the machine sends 3 requests (complete + start next twice,
+complete the last step with the run, which also claims the next run and starts its
+first step; the first claim of all starts one too).
 
 (a) `--backlog` runs are admitted before the machine starts; the clock runs from its
 start to the last run's completion. (b) Webhooks are sent one at a time, each once the

@@ -124,9 +124,14 @@ class Machine:
     target: str
     key: SecretKey
 
-    def client(self, http: httpx.AsyncClient, *, wait: float = 0.0) -> MachineClient:
-        """A client of the in-process API; its claims answer at once unless `wait`."""
-        return MachineClient(ORIGIN, self.key, now=self.harness.clock.now, http=http, wait=wait)
+    def client(
+        self, http: httpx.AsyncClient, *, wait: float = 0.0, start: bool = True
+    ) -> MachineClient:
+        """A client of the in-process API; its claims answer at once unless `wait`, and
+        journal the first step running unless not `start`."""
+        return MachineClient(
+            ORIGIN, self.key, now=self.harness.clock.now, http=http, wait=wait, start=start
+        )
 
     def proof(self, method: str, path: str) -> str:
         return make_proof(self.key, method, ORIGIN + path, iat=self.harness.clock.now().timestamp())

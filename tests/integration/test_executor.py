@@ -235,21 +235,29 @@ async def test_axiom_20_the_executor_runs_the_snapshot_not_the_current_plan(
     assert host.steps() == [1, 2, 3]
 
 
+@pytest.mark.parametrize("start", [False, True], ids=["claim", "claim-and-start"])
 async def test_axiom_21_an_action_without_a_host_fails_the_run_before_any_step(
-    harness: Harness, http: httpx.AsyncClient
+    harness: Harness, http: httpx.AsyncClient, start: bool
 ) -> None:
     machine, run_id = setup(
         harness,
         plan(("one", "test.echo", {"n": 1}), ("two", "shell.exec", {"cmd": "true"}))["steps"],
     )
     host = Host()
-    api = machine.client(http)
+    api = machine.client(http, start=start)
     assert await executor(harness, api, host).execute(await claim(api)) is Outcome.FAILED
     row = run_row(harness.database, run_id)
     assert row["status"] == "failed"
     assert "no action host for 'shell.exec'" in row["error"]
-    assert host.calls == []
-    assert journal(harness.database, run_id) == {}
+    assert host.calls == []  # no action was invoked
+    steps = journal(harness.database, run_id)
+    if not start:
+        assert steps == {}
+    else:  # the claim journalled step one running; the run's failure ended it unrun
+        assert list(steps) == ["one"]
+        assert steps["one"].status == "failed"
+        assert steps["one"].output is None
+        assert "no action host for 'shell.exec'" in (steps["one"].error or "")
 
 
 async def test_step_inputs_read_the_run_input_and_earlier_outputs(

@@ -359,6 +359,72 @@ def test_an_expired_lease_is_taken_over_and_resumes_with_its_journal(harness: Ha
     assert error_code(response) == "lease_lost"
 
 
+def test_a_claim_with_start_journals_the_first_step_running(harness: Harness) -> None:
+    machine, run_id = setup_run(harness)
+    claim = machine.claim(start=True)
+    assert claim.status_code == 200, claim.text
+    body = claim.json()
+    started = body["started"]
+    assert (started["step_id"], started["status"], started["attempts"]) == ("one", "running", 1)
+    assert started["idempotency_key"] == idempotency_key(run_id, "one")
+    assert body["journal"] == [started]  # the journal as the claim's transaction left it
+    # What `steps/one/start` would have done: the machine goes straight to completing it.
+    token = lease_of(body)
+    done = machine.step(run_id, "one", "complete", token=token, output={"ok": 1}, next="two")
+    assert done.status_code == 200, done.text
+    assert done.json()["next"]["attempts"] == 1
+
+
+def test_a_taken_over_claim_with_start_resumes_at_the_first_incomplete_step(
+    harness: Harness,
+) -> None:
+    first, run_id = setup_run(harness)
+    second = register(harness, first.target)
+    token = lease_of(first.claimed())
+    assert first.step(run_id, "one", "start", token=token).status_code == 200
+    assert first.step(run_id, "one", "complete", token=token, output={}, next="two").is_success
+    fake(harness).advance(31)  # the first machine died during step two
+    taken = second.claim(start=True).json()
+    started = taken["started"]
+    assert (started["step_id"], started["status"], started["attempts"]) == ("two", "running", 2)
+    assert [(e["step_id"], e["status"]) for e in taken["journal"]] == [
+        ("one", "completed"),
+        ("two", "running"),
+    ]
+
+
+def test_start_is_answered_null_without_it_and_must_be_a_boolean(harness: Harness) -> None:
+    machine, run_id = setup_run(harness)
+    refused = machine.claim(start="yes")
+    assert refused.status_code == 400
+    assert error_code(refused) == "malformed"
+    assert journal(harness.database, run_id) == {}  # nothing claimed, nothing started
+    assert machine.claimed()["started"] is None
+    assert journal(harness.database, run_id) == {}
+
+
+def test_a_completion_claims_the_next_run_with_its_first_step_started(harness: Harness) -> None:
+    machine, first = setup_run(harness)
+    automation = run_row(harness.database, first)["automation_id"]
+    fake(harness).advance(0.001)  # the claim order is the admission order
+    second = str(admit(harness.database, automation, harness).id)
+    token = lease_of(machine.claim(start=True).json())
+    for step, following in (("one", "two"), ("two", "three")):
+        assert machine.step(
+            first, step, "complete", token=token, output={}, next=following
+        ).is_success
+    finished = machine.run(
+        first, "complete", token=token, output={}, step="three", claim={"start": True}
+    )
+    assert finished.status_code == 200, finished.text
+    handed = finished.json()["claim"]
+    assert handed["run"]["id"] == second
+    assert handed["started"]["step_id"] == "one"
+    assert journal(harness.database, second)["one"].status == "running"
+    bad = machine.run(second, "complete", token="x", output={}, claim={"start": 1})
+    assert bad.status_code == 400
+
+
 # --- leases ----------------------------------------------------------------------------
 
 

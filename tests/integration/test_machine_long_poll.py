@@ -437,7 +437,7 @@ async def test_completing_a_run_journals_its_last_step_and_claims_the_next_run(
     assert bad.json()["error"]["field"] == "claim"
 
 
-async def test_the_executor_reports_each_step_in_one_request_and_long_polls(
+async def test_the_executor_reports_each_step_in_one_request_the_first_with_its_claim(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     target = new_target()
@@ -470,19 +470,22 @@ async def test_the_executor_reports_each_step_in_one_request_and_long_polls(
 
     claims = [body for path, body in sent if path.endswith("/claim")]
     assert claims
-    assert all(isinstance(b, dict) and b["wait"] == 30 for b in claims)
+    assert all(isinstance(b, dict) and b["wait"] == 30 and b["start"] is True for b in claims)
     assert len(claims) <= len(runs) + 1  # no polling: runs came by a hint or a handoff
     for run_id in runs:
+        # Step one was journalled running by the claim (a long poll's, or the previous
+        # run's completion, which asks for `start` too): three requests per run.
         mine = [(p, b) for p, b in sent if f"/runs/{run_id}/" in p]
         assert [p.removeprefix(f"/v1/machine/runs/{run_id}") for p, _ in mine] == [
-            "/steps/one/start",
             "/steps/one/complete",
             "/steps/two/complete",
             "/complete",
         ]
-        assert [b.get("next") for _, b in mine[1:3] if isinstance(b, dict)] == ["two", "three"]
-        assert isinstance(mine[3][1], dict)
-        assert mine[3][1]["step"] == "three"
+        assert [b.get("next") for _, b in mine[0:2] if isinstance(b, dict)] == ["two", "three"]
+        assert isinstance(mine[2][1], dict)
+        assert mine[2][1]["step"] == "three"
+        claim = mine[2][1]["claim"]
+        assert claim is None or claim == {"lease_seconds": 30.0, "start": True}
         assert {s.status for s in journal(harness.database, run_id).values()} == {"completed"}
 
 
@@ -497,7 +500,11 @@ async def test_a_run_handed_to_a_stopping_executor_is_released_at_once(
     second = admit(harness.database, automation_id, harness)
     stop = asyncio.Event()
 
+    calls = 0
+
     async def echo(call: ActionCall) -> JsonValue:
+        nonlocal calls
+        calls += 1
         return call.payload
 
     class StopAtCompletion(MachineClient):
@@ -514,7 +521,13 @@ async def test_a_run_handed_to_a_stopping_executor_is_released_at_once(
     assert run_row(harness.database, first.id)["status"] == "completed"
     row = run_row(harness.database, second.id)
     assert (row["status"], row["attempts"], row["lease_owner"]) == ("pending", 1, None)
-    assert journal(harness.database, second.id) == {}  # no step of it started
+    # Its claim journalled step one running; the release ended that attempt unrun (the
+    # next claim starts it again under the same idempotency key).
+    steps = journal(harness.database, second.id)
+    assert list(steps) == ["one"]
+    assert (steps["one"].status, steps["one"].output) == ("failed", None)
+    assert "stopping" in (steps["one"].error or "")
+    assert calls == 3  # the first run's steps: none of the second run's
 
 
 async def test_a_machine_with_slots_executes_runs_side_by_side_each_once(

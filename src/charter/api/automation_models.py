@@ -158,6 +158,11 @@ class Claim(BaseModel):
     run: Run
     lease: Lease
     journal: list[Step] = Field(description="The steps journalled so far.")
+    started: Step | None = Field(
+        default=None,
+        description="The first incomplete step, journalled running by this claim (`start`); "
+        "null when not asked or when every step is completed.",
+    )
     traceparent: str | None = Field(
         default=None,
         description="The W3C trace context of the span that admitted the run, to continue "

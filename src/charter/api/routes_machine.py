@@ -51,7 +51,7 @@ from charter.core import ijson
 from charter.core.errors import CharterError, Forbidden, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
-from charter.db.database import Role
+from charter.db.database import Role, pipelined_transaction
 from charter.engine.hints import send_hints
 
 router = APIRouter(tags=["machines"])
@@ -237,12 +237,13 @@ def as_machine(context: Services, proven: Proven) -> Iterator[tuple[Conn, Machin
 
     The `jti` commits with the work: one commit per request. If the work fails its
     transaction rolls back, so the `jti` is recorded again on its own: a proof is spent
-    whether or not its request succeeded.
+    whether or not its request succeeded. In pipeline mode: BEGIN travels with the
+    machine's lookup and the pruning with the `jti`'s insert, two round trips fewer.
     """
     db_now = context.engine.clock.now_or_none()
     admitted: MachineIdentity | None = None
     try:
-        with context.database.connection(Role.ENGINE) as conn, conn.transaction():
+        with context.database.connection(Role.ENGINE) as conn, pipelined_transaction(conn):
             store = leases.DatabaseProofStore(conn, now=db_now)
             admitted = admit(store, proven.proof, now=proven.now, window=IAT_WINDOW_SECONDS)
             yield conn, admitted
@@ -274,9 +275,11 @@ OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
     "/v1/machine/runs/claim",
     openapi_extra=_machine_call(
         {"lease_seconds": _LEASE,
-         "wait": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS}},
+         "wait": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS},
+         "start": {"type": "boolean"}},
         [],
-        "Optional (an empty body is `{}`): the lease to take and how long to wait for a run.",
+        "Optional (an empty body is `{}`): the lease to take, how long to wait for a run, "
+        "and whether to journal its first incomplete step running (`start`).",
     ),
     **answers(
         Claim, 401,
@@ -293,24 +296,35 @@ async def claim(request: Request, proof: Proof, context: Context, body: Optional
     With `wait` (seconds, at most MAX_WAIT_SECONDS) the request is a long poll: when
     nothing is claimable it waits, holding no database connection, until a hint says a
     run of the machine's target was admitted (or a re-check finds one), and answers
-    204 only when the wait is over. The proof is spent once, by the first attempt."""
-    checked = fields(body, set(), {"lease_seconds", "wait"})
+    204 only when the wait is over. The proof is spent once, by the first attempt.
+
+    With `"start": true` the run's first incomplete step is journalled running in the
+    claim's transaction and answered as `started` (what `steps/{step}/start` would
+    answer): the machine invokes its action at once, one request fewer per run."""
+    checked = fields(body, set(), {"lease_seconds", "wait", "start"})
     lease_seconds, wait = _lease_seconds(checked), _wait(checked)
-    claimed, machine = await run_in_threadpool(_claim_admitted, context, proof, lease_seconds)
+    start = _flag(checked, "start")
+    claimed, machine = await run_in_threadpool(
+        _claim_admitted, context, proof, lease_seconds, start
+    )
     if claimed is None and wait > 0:
-        claimed = await _long_poll(request, context, machine, lease_seconds, wait)
+        claimed = await _long_poll(request, context, machine, lease_seconds, wait, start)
     if claimed is None:
         return Response(status_code=204)
     return JSONResponse(claimed.to_json())
 
 
 def _claim_admitted(
-    context: Services, proven: Proven, lease_seconds: float
+    context: Services, proven: Proven, lease_seconds: float, start: bool
 ) -> tuple[leases.Claim | None, MachineIdentity]:
     """The first attempt: the proof admitted (its jti spent) and a claim, one commit."""
     with as_machine(context, proven) as (conn, machine):
         claimed = leases.claim_run(
-            conn, machine, lease_seconds=lease_seconds, now=context.engine.clock.now_or_none()
+            conn,
+            machine,
+            lease_seconds=lease_seconds,
+            now=context.engine.clock.now_or_none(),
+            start=start,
         )
     return claimed, machine
 
@@ -321,6 +335,7 @@ async def _long_poll(
     machine: MachineIdentity,
     lease_seconds: float,
     wait: float,
+    start: bool,
 ) -> leases.Claim | None:
     """Claim again whenever a hint for the machine's runs arrives, and every re-check
     interval in case one was lost, until a run is claimed or `wait` seconds pass.
@@ -337,7 +352,7 @@ async def _long_poll(
             woken.clear()
             if wakeups.draining or await request.is_disconnected():
                 return None
-            claimed = await run_in_threadpool(_claim_again, context, machine, lease_seconds)
+            claimed = await run_in_threadpool(_claim_again, context, machine, lease_seconds, start)
             left = deadline - loop.time()
             if claimed is not None or left <= 0:
                 return claimed
@@ -346,7 +361,7 @@ async def _long_poll(
 
 
 def _claim_again(
-    context: Services, machine: MachineIdentity, lease_seconds: float
+    context: Services, machine: MachineIdentity, lease_seconds: float, start: bool
 ) -> leases.Claim | None:
     """A later attempt of a long poll: the proof is spent already, but the machine must
     still be registered and enabled."""
@@ -355,7 +370,11 @@ def _claim_again(
         if current is None or current.disabled or current.id != machine.id:
             raise InvalidDpop(f"machine {machine.id} was disabled while its claim waited")
         return leases.claim_run(
-            conn, current, lease_seconds=lease_seconds, now=context.engine.clock.now_or_none()
+            conn,
+            current,
+            lease_seconds=lease_seconds,
+            now=context.engine.clock.now_or_none(),
+            start=start,
         )
 
 
@@ -456,7 +475,7 @@ def complete_step(
     openapi_extra=_machine_call(
         {"token": _TOKEN, "output": {}, "step": {"type": "string", "pattern": NAME},
          "claim": {"type": ["object", "null"], "additionalProperties": False,
-                   "properties": {"lease_seconds": _LEASE}}},
+                   "properties": {"lease_seconds": _LEASE, "start": {"type": "boolean"}}}},
         ["token", "output"],
         "The run's output; `step` journals that running step first; `claim` claims the "
         "next run in the same transaction.",
@@ -467,8 +486,9 @@ def complete_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> J
     """Complete the run `{"token", "output"}` once every plan step is completed.
 
     `"step"` (a running step's id) journals that step's output (the same `output`)
-    first; `"claim"` (`{"lease_seconds"?}`) claims this machine's next run in the same
-    transaction and answers it as `"claim"` (null when there is none). One commit."""
+    first; `"claim"` (`{"lease_seconds"?, "start"?}`) claims this machine's next run in
+    the same transaction (with `start`, its first incomplete step journalled running) and
+    answers it as `"claim"` (null when there is none). One commit."""
     request = fields(body, {"token", "output"}, {"step", "claim"})
     claim_next = _claim_request(request)
     ended: leases.EndedSteps = []
@@ -481,7 +501,10 @@ def complete_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> J
         )
         answer: JsonObject = {"run": run.to_json()}
         if claim_next is not None:
-            claimed = leases.claim_run(conn, machine, lease_seconds=claim_next, now=now)
+            lease_next, start_next = claim_next
+            claimed = leases.claim_run(
+                conn, machine, lease_seconds=lease_next, now=now, start=start_next
+            )
             answer["claim"] = claimed.to_json() if claimed is not None else None
     observe_steps(ended)  # committed
     return JSONResponse(answer)
@@ -575,14 +598,22 @@ def _wait(body: JsonObject) -> float:
     return float(value)
 
 
-def _claim_request(body: JsonObject) -> float | None:
-    """The lease of the next run a completion asks to claim (`"claim"`), or None."""
+def _claim_request(body: JsonObject) -> tuple[float, bool] | None:
+    """The lease of the next run a completion asks to claim (`"claim"`) and whether to
+    start its first step, or None."""
     if "claim" not in body or body["claim"] is None:
         return None
     asked = body["claim"]
-    if not isinstance(asked, dict) or set(asked) - {"lease_seconds"}:
-        raise Malformed('claim must be an object: {"lease_seconds"?}', field="claim")
-    return _lease_seconds(asked)
+    if not isinstance(asked, dict) or set(asked) - {"lease_seconds", "start"}:
+        raise Malformed('claim must be an object: {"lease_seconds"?, "start"?}', field="claim")
+    return _lease_seconds(asked), _flag(asked, "start")
+
+
+def _flag(body: JsonObject, key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise Malformed(f"{key} must be true or false", field=key)
+    return value
 
 
 def _lease_seconds(body: JsonObject) -> float:

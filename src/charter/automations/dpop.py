@@ -34,7 +34,6 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import jwt
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jwt.exceptions import PyJWTError
 
 from charter.core import ijson
@@ -176,8 +175,7 @@ def make_proof(key: SecretKey, method: str, url: str, *, iat: float, jti: str | 
         "iat": int(iat),
     }
     headers = {"typ": PROOF_TYPE, "jwk": public_jwk(key)}
-    private = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(key.hex()))
-    return jwt.encode(claims, private, algorithm="EdDSA", headers=headers)
+    return jwt.encode(claims, key.private_key(), algorithm="EdDSA", headers=headers)
 
 
 # --- checking proofs (the service side) ------------------------------------------------

@@ -326,7 +326,8 @@ class RunExecutor:
                 # An authorization failure: deterministic, the run fails before any step.
                 message = f"step {step.id!r}: {step.action_id!r} is not on the allowlist"
                 return await self._fail(claimed, message), None
-        walk = _Walk()
+        # A claim may have journalled the first incomplete step running already.
+        walk = _Walk(started=claimed.started)
         try:
             for index, step in enumerate(plan.steps):
                 entry = claimed.journal.get(step.id)

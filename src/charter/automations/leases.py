@@ -135,12 +135,14 @@ class Claim:
     run: RunRecord
     lease: Lease
     journal: list[StepRecord]
+    started: StepRecord | None = None  # the first incomplete step, when asked to start it
 
     def to_json(self) -> JsonObject:
         return {
             "run": self.run.to_json(),
             "lease": self.lease.to_json(),
             "journal": [step.to_json() for step in self.journal],
+            "started": self.started.to_json() if self.started is not None else None,
             # The trace the run's steps continue (null: they start their own).
             "traceparent": self.run.traceparent,
         }
@@ -259,11 +261,14 @@ def claim_run(
     *,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     now: datetime | None = None,
+    start: bool = False,
 ) -> Claim | None:
     """Claim a run for the machine's target and principal, or None when there is none.
 
     A running run whose lease expired is taken over first (it resumes at its first
-    incomplete step); otherwise the oldest pending run whose retry time has come.
+    incomplete step); otherwise the oldest pending run whose retry time has come. With
+    `start`, that first incomplete step is journalled running in the same transaction
+    (as `start_step` would, one request fewer) and answered as `started`.
     """
     params = {
         "machine_id": machine.id,
@@ -282,7 +287,19 @@ def claim_run(
     assert run.lease_token is not None
     assert run.lease_expires_at is not None
     lease = Lease(run.id, run.lease_token, run.lease_expires_at)
-    return Claim(run, lease, run_steps(conn, run.id))
+    journal = run_steps(conn, run.id)
+    if not start:
+        return Claim(run, lease, journal)
+    order = plan_step_ids(run)
+    done = {step.step_id for step in journal if step.status == "completed"}
+    first = next((step_id for step_id in order if step_id not in done), None)
+    if first is None:  # every step completed: only the run's completion is left
+        return Claim(run, lease, journal)
+    # Every step before `first` is completed: nothing for `_start_held` to check.
+    started = _journal_running(conn, run, first, order.index(first), now)
+    journal = [step for step in journal if step.step_id != first] + [started]
+    journal.sort(key=lambda step: step.position)
+    return Claim(run, lease, journal, started)
 
 
 def renew_lease(
@@ -374,6 +391,13 @@ def _start_held(conn: Conn, run: RunRecord, step_id: str, now: datetime | None) 
                 step_id=step_id,
                 pending=earlier,
             )
+    return _journal_running(conn, run, step_id, position, now)
+
+
+def _journal_running(
+    conn: Conn, run: RunRecord, step_id: str, position: int, now: datetime | None
+) -> StepRecord:
+    """Journal a step running (one more attempt); StepCompleted if it is completed."""
     with translated(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
             query("start_step"),

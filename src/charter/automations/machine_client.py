@@ -70,6 +70,7 @@ class ClaimedRun:
     lease_expires_at: datetime
     journal: dict[str, JournalEntry]
     traceparent: str | None = None  # the admitting span's trace, which the steps continue
+    started: JournalEntry | None = None  # its first incomplete step, journalled running
 
     @classmethod
     def from_json(cls, value: JsonValue) -> ClaimedRun:
@@ -90,6 +91,7 @@ class ClaimedRun:
             lease_expires_at=parse_rfc3339(str(lease["expires_at"])),
             journal={e.step_id: e for e in entries},
             traceparent=_traceparent(body.get("traceparent")),
+            started=JournalEntry.from_json(started) if (started := body.get("started")) else None,
         )
 
 
@@ -104,6 +106,8 @@ class MachineClient:
     `base_url` must be the API's public origin (what the service compares `htu` with);
     `now` is the clock proofs take their `iat` from. A claim waits up to `wait` seconds
     for a run (a long poll; 0 answers at once); its deadline is `timeout` past that.
+    With `start` (the default) every claim also journals the run's first incomplete step
+    running and hands it over as `ClaimedRun.started`: no `start_step` request for it.
     """
 
     def __init__(
@@ -116,11 +120,13 @@ class MachineClient:
         timeout: float = DEFAULT_TIMEOUT,
         wait: float = DEFAULT_WAIT_SECONDS,
         http: httpx.AsyncClient | None = None,
+        start: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.key = key
         self.lease_seconds = lease_seconds
         self.wait = wait
+        self.start = start
         self.timeout = timeout  # the deadline of every call, in seconds
         self._now = now or (lambda: datetime.now(UTC))
         self._owns_http = http is None
@@ -145,6 +151,8 @@ class MachineClient:
         body: JsonObject = {"lease_seconds": self.lease_seconds}
         if waited > 0:
             body["wait"] = waited
+        if self.start:
+            body["start"] = True
         response = await self._request("POST", "/v1/machine/runs/claim", body, extra=waited)
         if response.status_code == 204:
             return None
@@ -212,7 +220,10 @@ class MachineClient:
         if step is not None:
             request["step"] = step
         if claim:
-            request["claim"] = {"lease_seconds": self.lease_seconds}
+            asked: JsonObject = {"lease_seconds": self.lease_seconds}
+            if self.start:
+                asked["start"] = True
+            request["claim"] = asked
         body = await self._json("POST", f"/v1/machine/runs/{_segment(run_id)}/complete", request)
         claimed = body.get("claim")
         return ClaimedRun.from_json(claimed) if claimed is not None else None

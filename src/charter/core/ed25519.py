@@ -136,6 +136,11 @@ class SecretKey:
         """The public key (the actor id) as 64 lowercase hex characters."""
         return self._public_key_hex
 
+    def private_key(self) -> Ed25519PrivateKey:
+        """The key as cryptography's object, built once (for libraries that sign with
+        it, such as PyJWT's EdDSA)."""
+        return self._key
+
     def sign(self, message: bytes) -> str:
         """The signature of `message` as 128 lowercase hex characters."""
         return self._key.sign(message).hex()
