@@ -58,7 +58,7 @@ CODES = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EventRow:
     """One stored event with every column the events table keeps.
 

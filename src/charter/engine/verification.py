@@ -121,10 +121,8 @@ def load_evidence(database: Database, process_id: str) -> Evidence:
         process = Store(conn).get_process(process_id)
         if process is None:
             raise UnknownProcess(f"no process {process_id!r}")
-        events = tuple(
-            _event_row(row)
-            for row in conn.execute(query("verification_events"), {"process_id": process_id})
-        )
+        rows = conn.execute(query("verification_events"), {"process_id": process_id})
+        events = tuple(map(_event_row, rows.fetchall()))  # fetchall: no per-row cursor call
         causes = _causes(conn, process, events)
         versions = {event.workflow_version for event in events}
         versions |= {event.workflow_version for event in causes.values()}
