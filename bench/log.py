@@ -7,9 +7,12 @@ it creates and drops its own database, a temporary log directory and witness dir
 and starts one `charter witness serve` process on 127.0.0.1.
 
 "log off": the queue trigger on events disabled and no sequencer (the commit path before
-migration 0016). "log on": the queue trigger, and the sequencer running in a thread of
-the same process, publishing each checkpoint only once the witness cosigned it. The two
-alternate, `--runs` times each; events/s is given as min and max over the runs.
+migration 0016). "log on": the queue trigger, and the sequencer publishing each
+checkpoint only once the witness cosigned it, running in a thread of the writers'
+process (`--sequencer thread`, the default: how `charter up` and `charter serve` run it)
+or in a process of its own (`--sequencer process`: how `charter log sequence` and
+`charter serve --workers N` run it). The two alternate, `--runs` times each; events/s
+is given as min and max over the runs.
 Integration lag: from process_event's return (the commit) to the moment the checkpoint
 holding the event was written (after the witness's cosignature), p50 and p99.
 """
@@ -17,6 +20,9 @@ holding the event was written (after the witness's cosignature), p50 and p99.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import multiprocessing
+import multiprocessing.process
 import os
 import socket
 import statistics
@@ -25,10 +31,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
+from queue import Empty
+from typing import Any, Protocol, cast
 
 import httpx
 
@@ -57,6 +64,12 @@ def main() -> None:
     parser.add_argument(
         "--batch-ms", type=int, default=250, help="the sequencer's tick (CHARTER_LOG_BATCH_MS)"
     )
+    parser.add_argument(
+        "--sequencer",
+        choices=("thread", "process"),
+        default="thread",
+        help="where the sequencer runs: a thread of the writers' process, or its own",
+    )
     args = parser.parse_args()
     signer = Ed25519Signer.generate(ORIGIN)
     with (
@@ -64,15 +77,12 @@ def main() -> None:
         tempfile.TemporaryDirectory() as scratch,
         witness(Path(scratch) / "witness", signer.verifier().vkey) as (vkey, witness_url),
     ):
-        policy = parse_policy(
-            f"log {signer.verifier().vkey}\nwitness w1 {vkey} {witness_url}\nquorum w1\n"
-        )
         log = LogDirectory(Path(scratch) / "log")
-        publisher = WitnessPublisher(policy, log, timeout=5.0)
-        try:
-            bench(url, log, signer, publisher, args)
-        finally:
-            publisher.close()
+        bench(url, log, signer, policy_text(signer, vkey, witness_url), args)
+
+
+def policy_text(signer: Ed25519Signer, witness_vkey: str, witness_url: str) -> str:
+    return f"log {signer.verifier().vkey}\nwitness w1 {witness_vkey} {witness_url}\nquorum w1\n"
 
 
 @contextmanager
@@ -112,27 +122,110 @@ def _queue(url: str, on: bool) -> None:
 
 
 class Timed:
-    """The witness publisher, noting when each checkpoint size was published."""
+    """The witness publisher, noting (with `record`) when each checkpoint was published."""
 
-    def __init__(self, publisher: WitnessPublisher) -> None:
+    def __init__(self, publisher: WitnessPublisher, record: Callable[[float, int], None]):
         self._publisher = publisher
-        self.published: list[tuple[float, int]] = []
+        self._record = record
 
     def __call__(self, note: bytes, checkpoint: Checkpoint, old_size: int) -> bytes:
         cosigned = self._publisher(note, checkpoint, old_size)
         # The checkpoint file is written right after this returns.
-        self.published.append((time.time(), checkpoint.size))
+        self._record(time.time(), checkpoint.size)
         return cosigned
+
+
+class Stop(Protocol):
+    def is_set(self) -> bool: ...
+    def set(self) -> None: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+def run_sequencer(
+    url: str,
+    log_root: str,
+    skey: str,
+    policy: str,
+    batch_ms: int,
+    stop: Stop,
+    record: Callable[[float, int], None],
+    ready: Callable[[], None],
+) -> None:
+    """The witnessed sequencer until `stop` (in a thread, or a spawned process)."""
+    log = LogDirectory(Path(log_root))
+    publisher = WitnessPublisher(parse_policy(policy), log, timeout=5.0)
+    sequencer = Sequencer(
+        url,
+        log,
+        Ed25519Signer.from_skey(skey),
+        bytes(32),
+        batch_ms=batch_ms,
+        publish=Timed(publisher, record),
+        witnessed=True,
+    )
+    try:
+        ready()
+        sequencer.run(stop)  # type: ignore[arg-type]  # a multiprocessing Event will do
+    finally:
+        publisher.close()
+
+
+def _in_process(
+    url: str, log_root: str, skey: str, policy: str, batch_ms: int, stop: Stop, queue: Any
+) -> None:
+    run_sequencer(
+        url, log_root, skey, policy, batch_ms, stop,
+        record=lambda at, size: queue.put((at, size)),
+        ready=lambda: queue.put((0.0, -1)),
+    )  # fmt: skip
+
+
+@contextmanager
+def sequencing(
+    args: argparse.Namespace, url: str, log: LogDirectory, signer: Ed25519Signer, policy: str,
+    published: list[tuple[float, int]],
+) -> Iterator[None]:  # fmt: skip
+    """The sequencer running beside the writers, as `--sequencer` says, until exit."""
+    if args.sequencer == "thread":
+        stop: Stop = threading.Event()
+        started = threading.Event()
+        runner: threading.Thread | multiprocessing.process.BaseProcess = threading.Thread(
+            target=run_sequencer,
+            args=(url, str(log.root), signer.skey, policy, args.batch_ms, stop,
+                  lambda at, size: published.append((at, size)), started.set),
+        )  # fmt: skip
+        runner.start()
+        started.wait()
+        queue = None
+    else:
+        context = multiprocessing.get_context("spawn")
+        stop = context.Event()
+        queue = context.Queue()
+        runner = context.Process(
+            target=_in_process,
+            args=(url, str(log.root), signer.skey, policy, args.batch_ms, stop, queue),
+        )
+        runner.start()
+        assert queue.get(timeout=60) == (0.0, -1)  # built: the writers may start
+    try:
+        yield
+    finally:
+        stop.set()
+        if queue is not None:
+            while runner.is_alive() or not queue.empty():
+                with contextlib.suppress(Empty):
+                    published.append(queue.get(timeout=0.1))
+        runner.join()
 
 
 def bench(
     url: str,
     log: LogDirectory,
     signer: Ed25519Signer,
-    publisher: WitnessPublisher,
+    policy: str,
     args: argparse.Namespace,
 ) -> None:
-    timed = Timed(publisher)
+    published: list[tuple[float, int]] = []
     committed: dict[str, float] = {}
     throughput: dict[str, list[float]] = {"log off": [], "log on (1 witness)": []}
     with Database(url, max_size=args.writers + 4) as database:
@@ -150,25 +243,18 @@ def bench(
                 committed[digest] = time.time()
             return digest
 
-        sequencer = Sequencer(
-            url, log, signer, bytes(32), batch_ms=args.batch_ms, publish=timed, witnessed=True
-        )
         for _ in range(args.runs):
             _queue(url, False)
             result = run_writers(args.writers, args.seconds, key, submit)
             throughput["log off"].append(float(str(result["events/s"])))
 
             _queue(url, True)
-            stop = threading.Event()
-            thread = threading.Thread(target=sequencer.run, args=(stop,))
-            thread.start()
-            recording[0] = True
-            result = run_writers(args.writers, args.seconds, key, submit)
-            recording[0] = False
-            throughput["log on (1 witness)"].append(float(str(result["events/s"])))
-            _drain(url)
-            stop.set()
-            thread.join()
+            with sequencing(args, url, log, signer, policy, published):
+                recording[0] = True
+                result = run_writers(args.writers, args.seconds, key, submit)
+                recording[0] = False
+                throughput["log on (1 witness)"].append(float(str(result["events/s"])))
+                _drain(url)
     rows: list[dict[str, object]] = [
         {"path": f"{label}, {args.writers} writer(s)", "runs": len(v),
          "events/s median": round(statistics.median(v), 1),
@@ -185,8 +271,11 @@ def bench(
          "events/s median": round(statistics.median(paired), 3),
          "events/s min": round(min(paired), 3), "events/s max": round(max(paired), 3)}
     )  # fmt: skip
-    print_results("process_event with the log off and on (interleaved)", rows)
-    lags = _lags(url, committed, timed.published)
+    print_results(
+        f"process_event with the log off and on (interleaved; the sequencer in a {args.sequencer})",
+        rows,
+    )
+    lags = _lags(url, committed, published)
     points = percentiles(lags, (50, 99))
     size = log.size()
     files = [p for p in (log.root / "tile").rglob("*") if p.is_file()]
