@@ -421,8 +421,12 @@ def test_a_completion_claims_the_next_run_with_its_first_step_started(harness: H
     assert handed["run"]["id"] == second
     assert handed["started"]["step_id"] == "one"
     assert journal(harness.database, second)["one"].status == "running"
-    bad = machine.run(second, "complete", token="x", output={}, claim={"start": 1})
+    held = lease_of(handed)
+    bad = machine.run(second, "complete", token=held, output={}, step="one", claim={"start": 1})
     assert bad.status_code == 400
+    assert error_code(bad) == "malformed"
+    assert "start must be true or false" in bad.json()["error"]["message"]
+    assert journal(harness.database, second)["one"].status == "running"  # nothing changed
 
 
 # --- leases ----------------------------------------------------------------------------
