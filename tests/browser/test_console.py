@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser.world import HOSTILE, LOOP, NOTES_DEFINITION, Seeded
 from tests.integration.world import ONBOARDING, onboarding_definition
@@ -105,6 +105,33 @@ def test_verify_marks_every_event_of_a_sound_chain(page: Page, seeded: Site) -> 
     expect(page.locator("#verdict")).to_contain_text("Chain verified: 4 events")
     expect(page.locator("#events li.verified")).to_have_count(4)
     expect(page.locator("#events li.broken")).to_have_count(0)
+
+
+def test_a_verdict_reached_while_the_page_loads_outlives_the_load(page: Page, seeded: Site) -> None:
+    # The page's events are held back until the verification has answered: the load that
+    # finishes after it must keep the verdict and mark the events it renders.
+    base, data = seeded
+    held: list[Route] = []
+    released = False
+    suffix = f"/v1/processes/{data.onboarding}/events"
+
+    def hold(route: Route) -> None:
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(lambda url: url.split("?", 1)[0].endswith(suffix), hold)
+    sign_in(page, base, data.admin, "/console/processes/" + data.onboarding)
+    page.click("#verify")
+    expect(page.locator("#verdict")).to_contain_text("Chain verified: 4 events")
+    assert held  # the load is still waiting for the events
+    released = True
+    for route in held:
+        route.continue_()
+    expect(page.locator("#events li.event")).to_have_count(4)
+    expect(page.locator("#events li.verified")).to_have_count(4)
+    expect(page.locator("#verdict")).to_contain_text("Chain verified: 4 events")
 
 
 def test_verify_shows_a_tampered_event_s_problem_at_its_seq(page: Page, seeded: Site) -> None:

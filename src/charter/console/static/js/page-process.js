@@ -16,6 +16,10 @@ const POLL_MS = 5000;
 
 export function processPage(id) {
   let shownSeq = null;
+  // The last verification shown, and whether one is under way: a reload keeps a verdict
+  // that still describes the chain (Verify may be clicked while the page is loading).
+  let verification = null;
+  let verifying = false;
   const verdict = h("p", { class: "verdict", id: "verdict", "aria-live": "polite" });
   const verifyButton = h("button", { type: "button", id: "verify" }, "Verify chain");
   const exportButton = h("button", { type: "button", id: "export" }, "Export bundle");
@@ -40,7 +44,12 @@ export function processPage(id) {
       fill(work, workBody, async () => renderWork(await get(processPath(id, "/automation")), history.events, countdowns)),
       log.show(history.events),
     ]);
-    verdict.replaceChildren();
+    if (verification !== null && verification.events === process.seq) {
+      markVerification(timeline, verdict, verification); // the new timeline, marked again
+    } else if (!verifying) {
+      verification = null; // the chain grew, or the verdict was an error: clear it
+      verdict.replaceChildren();
+    }
   }
 
   const content = [
@@ -63,12 +72,16 @@ export function processPage(id) {
 
   verifyButton.addEventListener("click", async () => {
     verifyButton.disabled = true;
+    verifying = true;
+    verification = null;
     verdict.replaceChildren(h("span", { class: "muted" }, "Verifying…"));
     try {
-      markVerification(timeline, verdict, await get(processPath(id, "/verify")));
+      verification = await get(processPath(id, "/verify"));
+      markVerification(timeline, verdict, verification);
     } catch (error) {
       verdict.replaceChildren(problem(error));
     } finally {
+      verifying = false;
       verifyButton.disabled = false;
     }
   });
