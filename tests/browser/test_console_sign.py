@@ -217,6 +217,21 @@ def test_an_action_signed_in_the_browser_is_accepted_and_verifies(page: Page, si
     assert any(r.method == "POST" and r.url.endswith("/v1/events") for r in requests)
 
 
+def test_a_verdict_the_chain_outgrew_is_cleared(page: Page, site: Site) -> None:
+    process = open_forms_process(site)
+    on_process_page(page, site, process)
+    page.click("#verify")
+    expect(page.locator("#verdict")).to_contain_text("Chain verified: 1 event;")
+    page.select_option("#actor", "clerk")
+    page.set_input_files("#key-file", site.clerk_key)
+    fill_record(page)
+    page.click("#sign-submit")
+    expect(page.locator("#events li.event")).to_have_count(2)
+    expect(page.locator("#verdict")).to_have_text("")  # it said nothing of event 2
+    page.click("#verify")
+    expect(page.locator("#verdict")).to_contain_text("Chain verified: 2 events;")
+
+
 def test_screenshot_of_a_signed_action(page: Page, site: Site, tmp_path: Path) -> None:
     """With CHARTER_CONSOLE_SCREENSHOTS=DIR, the Act section after an accepted action is
     saved there as sign.png (docs/console/ holds the committed one)."""
