@@ -102,15 +102,18 @@ def pipelined_transaction(conn: Conn) -> Iterator[psycopg.Pipeline]:
         with conn.pipeline() as pipeline, conn.transaction():
             yield pipeline
         return
-    with conn.pipeline() as pipeline:
-        try:
+    try:
+        with conn.pipeline() as pipeline:
             yield pipeline
             conn.commit()
-        except BaseException:
-            # If the connection is gone the pool discards it; the first error tells why.
-            with suppress(psycopg.Error):
-                conn.rollback()
-            raise
+    except BaseException:
+        # Rolled back once the pipeline has closed: a ROLLBACK queued in a pipeline that
+        # an error aborted could itself fail and leave the session in a failed
+        # transaction (seen under load). If the connection is gone the pool discards
+        # it; the first error tells why.
+        with suppress(psycopg.Error):
+            conn.rollback()
+        raise
 
 
 def _assume(conn: psycopg.Connection[object], role: Role | None) -> None:
