@@ -17,12 +17,13 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence
 from types import FrameType
 
 from charter.core.config import Settings
 from charter.core.errors import CharterError, ConfigurationError
 from charter.db.database import Database
+from charter.tlog.metrics import FIGURES
 
 # Each child's pools: the API's request threads and its event-submission pool.
 POOL_SIZE = 12
@@ -43,7 +44,7 @@ def serve_workers(
     children = [
         context.Process(
             target=_child,
-            args=(url, settings, listener, telemetry),
+            args=(url, settings, listener, telemetry, FIGURES.shared),
             name=f"charter-api-{n}",
             daemon=False,
         )
@@ -98,12 +99,15 @@ def _child(
     settings: Settings,
     listener: socket.socket,
     telemetry: Callable[[], None] | None = None,
+    log_figures: MutableSequence[float] | None = None,
 ) -> None:
     """One API process on the shared socket, until SIGTERM (the parent's, which relays its
     own SIGINT: a Ctrl-C reaching the whole group mid-startup must not crash a child)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if telemetry is not None:
         telemetry()  # a spawned process starts with the default logging: set ours up
+    if log_figures is not None:  # the parent's log sequencer: its figures on our /metrics
+        FIGURES.share(log_figures)
     # Imported here, in the child: the parent never loads the app.
     from charter.cli.serving import api_server, until_signal
     from charter.engine.process_event import Engine

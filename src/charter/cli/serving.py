@@ -90,7 +90,7 @@ def serve_api(
             check_migrated(conn)
         where = "CHARTER_DATABASE_URL" if settings.database_url else f"embedded, {settings.pgdata}"
         console.print(f"[bold]database[/]  ready ({where}), schema up to date")
-        with background_sequencer(url) as origin:
+        with background_sequencer(url, telemetry=telemetry) as origin:
             if origin is not None:
                 console.print(f"[bold]log[/]       sequencing {origin}")
             _serve_api(url, settings, console, host, port, workers, telemetry)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -32,8 +33,10 @@ def start(
     demo: bool,
     cron_interval: float,
     worker_settings: WorkerSettings | None = None,
+    telemetry: Callable[[], None] | None = None,
 ) -> None:
-    """Run everything until SIGINT/SIGTERM, then stop it all cleanly."""
+    """Run everything until SIGINT/SIGTERM, then stop it all cleanly; `telemetry`
+    (picklable) sets up the logs of the log sequencer's process."""
     console = Console()
     settings = public_settings(Settings.from_env(), host, port)
     worker_settings = worker_settings or WorkerSettings()
@@ -44,7 +47,7 @@ def start(
         with connect(url) as conn:
             applied = migrate(conn)
         console.print(f"[bold]schema[/]    {len(applied)} migration(s) applied, up to date")
-        with background_sequencer(url) as origin:
+        with background_sequencer(url, telemetry=telemetry) as origin:
             if origin is not None:
                 console.print(f"[bold]log[/]       sequencing {origin}")
             _run(console, settings, url, host, port, demo, cron_interval, worker_settings)

@@ -1,6 +1,9 @@
-"""`charter up`: the whole of Charter in one process."""
+"""`charter up`: the whole of Charter in one process (and, with a log configured, its
+sequencer in a child process)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import typer
 
@@ -42,7 +45,8 @@ def up(
     import logging
     from dataclasses import replace
 
-    setup_telemetry(log_level, log_format, "charter")
+    telemetry = partial(setup_telemetry, log_level, log_format, "charter")
+    telemetry()
     if demo and log_level is not LogLevelName.debug:
         # The demo's live view polls the API twice a second: its access lines would bury
         # the view. They are there at --log-level debug.
@@ -51,4 +55,11 @@ def up(
     from charter.cli.stack import start
 
     worker_settings = replace(DEFAULT_WORKER, lease_seconds=lease_seconds, concurrency=concurrency)
-    start(host, port, demo=demo, cron_interval=cron_interval, worker_settings=worker_settings)
+    start(
+        host,
+        port,
+        demo=demo,
+        cron_interval=cron_interval,
+        worker_settings=worker_settings,
+        telemetry=telemetry,
+    )

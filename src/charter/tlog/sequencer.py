@@ -48,7 +48,7 @@ from charter.tlog.errors import (
 from charter.tlog.heads import Head, HeadIndex
 from charter.tlog.logdir import LogDirectory, write_atomically
 from charter.tlog.merkle import EMPTY_ROOT, tree_root
-from charter.tlog.metrics import LOG_HALTED, LOG_INTEGRATED, LOG_PENDING_OLDEST, LOG_SIZE
+from charter.tlog.metrics import FIGURES
 from charter.tlog.note import Ed25519Signer, parse_note
 from charter.tlog.tiles import TileHashReader, append_tiles
 
@@ -184,7 +184,7 @@ class Sequencer:
     def start(self, conn: Conn) -> None:
         """Catch up after a restart (design "Restart reconciliation")."""
         self._log.clear_halt()
-        LOG_HALTED.clear()  # a restart is the operator's acknowledgement
+        FIGURES.clear_halt()  # a restart is the operator's acknowledgement
         note = self._log.checkpoint_note()
         if note is None:  # a fresh directory starts at the empty tree (nothing to witness)
             empty = Checkpoint(self.origin, 0, EMPTY_ROOT)
@@ -318,7 +318,7 @@ class Sequencer:
         else:
             with translated(), conn.transaction():
                 pending = store.pending_batch(conn, limit=BATCH_LIMIT)
-            LOG_PENDING_OLDEST.set(max((event.age_s for event in pending), default=0.0))
+            FIGURES.set_pending_oldest(max((event.age_s for event in pending), default=0.0))
             batch = self._check(conn, pending)
         old_size = self._size
         if batch.entries and self._log.size() != old_size:
@@ -348,8 +348,8 @@ class Sequencer:
                     witnessed=self._witnessed,
                 )
         self._size = new_size
-        LOG_INTEGRATED.inc(len(batch.entries))
-        LOG_SIZE.set(new_size)
+        FIGURES.add_integrated(len(batch.entries))
+        FIGURES.set_size(new_size)
         if batch.gap is not None:
             raise batch.gap
         requeued = len(batch.dequeue) - len(batch.logged)
@@ -459,7 +459,7 @@ class Sequencer:
 
     def _halt(self, conn: Conn, halt: LogHalted) -> None:
         self.halted = halt
-        LOG_HALTED.labels(reason=halt.code).set(1)
+        FIGURES.halt(halt.code)
         logger.error(
             "log sequencer halted: %s",
             halt.message,
