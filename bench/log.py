@@ -8,11 +8,11 @@ and starts one `charter witness serve` process on 127.0.0.1.
 
 "log off": the queue trigger on events disabled and no sequencer (the commit path before
 migration 0016). "log on": the queue trigger, and the sequencer publishing each
-checkpoint only once the witness cosigned it, running in a thread of the writers'
-process (`--sequencer thread`, the default: how `charter up` and `charter serve` run it)
-or in a process of its own (`--sequencer process`: how `charter log sequence` and
-`charter serve --workers N` run it). The two alternate, `--runs` times each; events/s
-is given as min and max over the runs.
+checkpoint only once the witness cosigned it, running in a process of its own
+(`--sequencer process`, the default: how `charter up`, `charter serve` and `charter log
+sequence` run it) or, for comparison, in a thread of the writers' process
+(`--sequencer thread`, where it shares their interpreter lock). The two alternate,
+`--runs` times each; events/s is given as min and max over the runs.
 Integration lag: from process_event's return (the commit) to the moment the checkpoint
 holding the event was written (after the witness's cosignature), p50 and p99.
 """
@@ -67,8 +67,8 @@ def main() -> None:
     parser.add_argument(
         "--sequencer",
         choices=("thread", "process"),
-        default="thread",
-        help="where the sequencer runs: a thread of the writers' process, or its own",
+        default="process",
+        help="where the sequencer runs: its own process, or a thread of the writers' one",
     )
     args = parser.parse_args()
     signer = Ed25519Signer.generate(ORIGIN)

@@ -27,6 +27,7 @@ from charter.tlog.merkle import (
     verify_inclusion,
 )
 from charter.tlog.tiles import (
+    NodeCache,
     Tile,
     TileHashReader,
     append_tiles,
@@ -220,6 +221,46 @@ def test_appending_in_batches_builds_the_same_tiles(batches: list[int]) -> None:
         assert {p: store[p] for p in expected} == expected
         # Full tiles are immutable: a path already stored is only rewritten if partial.
         assert all(parse_tile_path(p).partial for p in written if p in before)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=700), min_size=1, max_size=6),
+    st.sampled_from([3, 50, 1 << 16]),
+    st.data(),
+)
+def test_a_node_cache_kept_across_batches_changes_no_hash(
+    batches: list[int], limit: int, data: st.DataObject
+) -> None:
+    """What the sequencer does: one cache for the tiles, the roots and the proofs of a
+    growing log, batch after batch (a small limit clears it mid-way)."""
+    store: dict[str, bytes] = {}
+    nodes = NodeCache(limit)
+    size = 0
+    for count in batches:
+        batch = [f"leaf {i}".encode() for i in range(size, size + count)]
+        store.update(append_tiles(store, size, batch, nodes))
+        old, size = size, size + count
+        assert len(nodes) <= limit
+        tree = MemoryTree([leaf_hash(e) for e in _entries(size)])
+        reader = TileHashReader(store, size, nodes)
+        expected = build_tiles(_entries(size))
+        assert {p: store[p] for p in expected} == expected
+        assert tree_root(size, reader) == tree.root()
+        if old:
+            assert prove_consistency(old, size, reader) == prove_consistency(old, size, tree.read)
+        index = data.draw(st.integers(min_value=0, max_value=size - 1))
+        assert prove_inclusion(index, size, reader) == prove_inclusion(index, size, tree.read)
+
+
+def test_a_cached_reader_still_refuses_incomplete_subtrees() -> None:
+    nodes = NodeCache()
+    reader = TileHashReader(build_tiles(_entries(300)), 300, nodes)
+    tree_root(300, reader)
+    with pytest.raises(ProofRange):
+        reader(3, 38)  # leaves 304..311: past the tree
+    with pytest.raises(ProofRange):
+        TileHashReader(build_tiles(_entries(300)), 200, nodes)(6, 3)  # 192..255 > 200
 
 
 def test_append_needs_the_old_partial_bundle() -> None:

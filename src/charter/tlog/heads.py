@@ -10,7 +10,7 @@ the index update loses nothing. It is derived data: deleting it rebuilds it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,11 +75,11 @@ class HeadIndex:
         ).fetchone()
         return None if row is None else Head(int(row[0]), bytes(row[1]), int(row[2]))
 
-    def record(self, first_index: int, entries: Iterable[LogEntry]) -> None:
+    def record(self, first_index: int, entries: Sequence[LogEntry]) -> None:
         """Entries appended at `first_index`, in order, in one SQLite transaction."""
-        rows = [
-            (e.process_key, e.seq, e.event_hash, first_index + i) for i, e in enumerate(entries)
-        ]
+        # Only each process's last entry of the batch is its head: one upsert per process.
+        last = {e.process_key: (e, first_index + i) for i, e in enumerate(entries)}
+        rows = [(key, e.seq, e.event_hash, index) for key, (e, index) in last.items()]
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany(
@@ -91,7 +91,7 @@ class HeadIndex:
             self._db.execute(
                 "INSERT INTO meta (one, size) VALUES (1, ?)"
                 " ON CONFLICT (one) DO UPDATE SET size = excluded.size",
-                (first_index + len(rows),),
+                (first_index + len(entries),),
             )
             self._db.execute("COMMIT")
         except BaseException:

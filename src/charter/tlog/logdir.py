@@ -23,29 +23,33 @@ from charter.tlog.checkpoint import Checkpoint
 from charter.tlog.entry import LogEntry
 from charter.tlog.errors import TileMissing
 from charter.tlog.note import parse_note
-from charter.tlog.tiles import TILE_WIDTH, Tile, decode_bundle
+from charter.tlog.tiles import TILE_WIDTH, NodeCache, Tile, decode_bundle
 
 CHECKPOINT = "checkpoint"
 HALTED = "state/halted"
 HEADS = "state/heads.sqlite"
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that a crash leaves the old file or the new one."""
+def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write `data` to `path` so that a crash leaves the old file or the new one.
+    `durable=False` skips the fsyncs: after a power loss the file may be the old one,
+    or empty (for a cache whose loss costs nothing but a round trip)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(temporary, 0o644)  # published: mirrors and the HTTP routes read it
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
-    _fsync_directory(path.parent)
+    if durable:
+        _fsync_directory(path.parent)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -86,6 +90,8 @@ class LogDirectory:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.tiles = TileFiles(root)
+        # Subtree hashes computed from these tiles: the sequencer clears it on each start.
+        self.nodes = NodeCache()
 
     def exists(self) -> bool:
         return (self.root / CHECKPOINT).is_file()

@@ -198,6 +198,7 @@ class Sequencer:
                 f"the log directory belongs to {checkpoint.origin}, not to {self.origin}"
             )
         self._size = checkpoint.size
+        self._log.nodes.clear()  # the directory may have changed while no one led
         self._check_root(checkpoint)
         self._heads = HeadIndex.open(self._log, self._size)
         with translated(), conn.transaction():
@@ -224,10 +225,13 @@ class Sequencer:
 
     def _check_root(self, checkpoint: Checkpoint) -> None:
         try:
-            root = tree_root(checkpoint.size, TileHashReader(self._log.tiles, checkpoint.size))
+            read = TileHashReader(self._log.tiles, checkpoint.size, self._log.nodes)
+            root = tree_root(checkpoint.size, read)
         except TlogError as exc:
+            self._log.nodes.clear()
             raise LogBehindDb(f"the log tiles are unreadable: {exc.message}") from None
         if root != checkpoint.root:
+            self._log.nodes.clear()
             raise LogBehindDb("the log tiles do not lead to the checkpoint root")
 
     def _recover_unpublished(self, conn: Conn) -> _Unpublished | None:
@@ -329,12 +333,13 @@ class Sequencer:
             )
         new_size = old_size + len(batch.entries)
         note = b""
+        checkpoint: Checkpoint | None = None
         if batch.entries:
-            note = self._write_checkpoint(old_size, batch)
+            note, checkpoint = self._write_checkpoint(old_size, batch)
             assert self._heads is not None
             self._heads.record(old_size, batch.entries)
         if batch.entries or batch.dequeue:
-            checkpoint = self._log.checkpoint()
+            checkpoint = checkpoint or self._log.checkpoint()
             assert checkpoint is not None
             crash_point(LOG_BEFORE_DB_COMMIT)
             with translated(), conn.transaction():
@@ -355,15 +360,17 @@ class Sequencer:
         requeued = len(batch.dequeue) - len(batch.logged)
         return TickResult(len(batch.entries), requeued, batch.deferred, new_size)
 
-    def _write_checkpoint(self, old_size: int, batch: _Batch) -> bytes:
+    def _write_checkpoint(self, old_size: int, batch: _Batch) -> tuple[bytes, Checkpoint]:
+        """The checkpoint of the batch, published and written: (its note, its body)."""
         unpublished = self._unpublished
         if unpublished is None:
             entries = batch.entries
-            files = append_tiles(self._log.tiles, old_size, [e.encode() for e in entries])
+            encoded = [e.encode() for e in entries]
+            files = append_tiles(self._log.tiles, old_size, encoded, self._log.nodes)
             self._log.write_tiles(files)
             crash_point(LOG_AFTER_TILES)
             new_size = old_size + len(entries)
-            root = tree_root(new_size, TileHashReader(self._log.tiles, new_size))
+            root = tree_root(new_size, TileHashReader(self._log.tiles, new_size, self._log.nodes))
             checkpoint = Checkpoint(self.origin, new_size, root)
             signed = sign_checkpoint(checkpoint, self._signer)
             if self._witnessed:  # kept before any witness may see it (see the module doc)
@@ -378,7 +385,7 @@ class Sequencer:
         self._log.write_checkpoint(note)
         self._unpublished = None
         crash_point(LOG_AFTER_CHECKPOINT)
-        return note
+        return note, unpublished.checkpoint
 
     def _check(self, conn: Conn, pending: list[store.PendingEvent]) -> _Batch:
         """Which queued events extend what is logged; the rest wait or halt the log."""

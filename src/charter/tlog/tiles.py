@@ -198,12 +198,17 @@ class TileHashReader:
     verifies them.
     """
 
-    def __init__(self, store: Mapping[str, bytes], size: int) -> None:
+    def __init__(
+        self, store: Mapping[str, bytes], size: int, nodes: NodeCache | None = None
+    ) -> None:
+        """`nodes`: hashes between tile levels computed before, from this same store, kept
+        and extended (see NodeCache)."""
         if size < 0:
             raise ProofRange(f"negative tree size {size}")
         self._store = store
         self._size = size
         self._cache: dict[Tile, list[bytes]] = {}
+        self._nodes = nodes
 
     def __call__(self, level: int, n: int) -> bytes:
         tile_level, height = divmod(level, TILE_HEIGHT)
@@ -212,6 +217,16 @@ class TileHashReader:
         count = _hash_count(self._size, tile_level)
         if n < 0 or first + span > count:
             raise ProofRange(f"no complete subtree at level {level} index {n} in size {self._size}")
+        nodes = self._nodes
+        if height and nodes is not None:
+            known = nodes.get(level, n)
+            if known is not None:
+                return known
+            left, right = nodes.get(level - 1, 2 * n), nodes.get(level - 1, 2 * n + 1)
+            if left is not None and right is not None:
+                known = node_hash(left, right)
+                nodes.keep(level, n, known)
+                return known
         index, offset = divmod(first, TILE_WIDTH)
         width = min(TILE_WIDTH, count - index * TILE_WIDTH)
         try:
@@ -222,8 +237,14 @@ class TileHashReader:
             # Any hash above level 0 is also the node over the two below it, so a
             # missing upper tile (say a partial one already superseded) is recomputed.
             return node_hash(self(level - 1, 2 * n), self(level - 1, 2 * n + 1))
+        below = level - height
         while len(hashes) > 1:
             hashes = [node_hash(hashes[i], hashes[i + 1]) for i in range(0, len(hashes), 2)]
+            below += 1
+            if nodes is not None:  # each level of the subtree, for the next reads
+                start = n << (level - below)
+                for i, digest in enumerate(hashes):
+                    nodes.keep(below, start + i, digest)
         return hashes[0]
 
     def _tile(self, tile: Tile) -> list[bytes]:
@@ -240,32 +261,74 @@ class TileHashReader:
         return hashes
 
 
+NODE_CACHE_LIMIT = 1 << 16  # hashes (about 10 MB); a full cache starts again empty
+
+
+class NodeCache:
+    """Hashes of complete subtrees between tile levels, computed once and kept.
+
+    A log only grows, so the hash of a complete subtree never changes: the sequencer's
+    tree roots and the consistency proofs it sends to witnesses, tick after tick, need
+    the same right-edge hashes, which a fresh `TileHashReader` would recompute from the
+    tiles each time (up to 255 hashes per partial tile). Only for readers of one log
+    directory, and cleared whenever the directory may have changed under its writer."""
+
+    def __init__(self, limit: int = NODE_CACHE_LIMIT) -> None:
+        self._hashes: dict[tuple[int, int], bytes] = {}
+        self._limit = limit
+
+    def node(self, level: int, n: int, read: HashReader) -> bytes:
+        """The hash at (level, n) > 0: kept, or the node over the two below it."""
+        known = self._hashes.get((level, n))
+        if known is None:
+            known = node_hash(read(level - 1, 2 * n), read(level - 1, 2 * n + 1))
+            self.keep(level, n, known)
+        return known
+
+    def get(self, level: int, n: int) -> bytes | None:
+        return self._hashes.get((level, n))
+
+    def keep(self, level: int, n: int, digest: bytes) -> None:
+        if len(self._hashes) >= self._limit:
+            self._hashes.clear()
+        self._hashes[(level, n)] = digest
+
+    def clear(self) -> None:
+        self._hashes.clear()
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+
 class _GrowingReader:
     """Hashes of a tree grown by `leaves` past `old_size`: old subtrees from the tiles,
     new ones computed (each once) from the new leaf hashes."""
 
-    def __init__(self, old: TileHashReader, old_size: int, leaves: Sequence[bytes]) -> None:
+    def __init__(
+        self, old: TileHashReader, old_size: int, leaves: Sequence[bytes], nodes: NodeCache
+    ) -> None:
         self._old = old
         self._old_size = old_size
         self._leaves = leaves
-        self._memo: dict[tuple[int, int], bytes] = {}
+        self._nodes = nodes
 
     def __call__(self, level: int, n: int) -> bytes:
         if (n + 1) << level <= self._old_size:
             return self._old(level, n)
         if level == 0:
             return self._leaves[n - self._old_size]
-        key = (level, n)
-        if key not in self._memo:
-            self._memo[key] = node_hash(self(level - 1, 2 * n), self(level - 1, 2 * n + 1))
-        return self._memo[key]
+        return self._nodes.node(level, n, self)
 
 
 def append_tiles(
-    store: Mapping[str, bytes], old_size: int, entries: Sequence[bytes]
+    store: Mapping[str, bytes],
+    old_size: int,
+    entries: Sequence[bytes],
+    nodes: NodeCache | None = None,
 ) -> dict[str, bytes]:
     """The tiles and entry bundles to write when `entries` are appended to a log of
-    `old_size` entries stored in `store`, by path.
+    `old_size` entries stored in `store`, by path; the new subtrees' hashes are kept in
+    `nodes` (the cache of the readers of this store) when given.
 
     It reads only the old partial tiles and bundles on the right edge; full tiles never
     change. About two hashes per new leaf: the sequencer's integration step, minus I/O.
@@ -273,8 +336,12 @@ def append_tiles(
     if not entries:
         return {}
     new_size = old_size + len(entries)
+    nodes = NodeCache() if nodes is None else nodes
     read = _GrowingReader(
-        TileHashReader(store, old_size), old_size, [leaf_hash(e) for e in entries]
+        TileHashReader(store, old_size, nodes),
+        old_size,
+        [leaf_hash(e) for e in entries],
+        nodes,
     )
     out: dict[str, bytes] = {}
     for tile in new_tiles(old_size, new_size):

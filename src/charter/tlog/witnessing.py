@@ -144,7 +144,8 @@ class WitnessPublisher:
         self.sizes = dict(sizes)
         try:
             data = json.dumps(self.sizes, sort_keys=True).encode()
-            write_atomically(self._sizes_path, data)
+            # Not fsynced: it changes every checkpoint, and a lost one costs a 409.
+            write_atomically(self._sizes_path, data, durable=False)
         except OSError:  # only an optimisation: a 409 teaches the size again
             logger.warning("could not keep the witness sizes in %s", self._sizes_path)
 
@@ -159,7 +160,7 @@ class ProofFromTiles:
     the published size, does not serve)."""
 
     def __init__(self, log: LogDirectory, size: int) -> None:
-        self._read = TileHashReader(log.tiles, size)
+        self._read = TileHashReader(log.tiles, size, log.nodes)
 
     def __call__(self, old: int, new: int) -> list[bytes]:
         return prove_consistency(old, new, self._read)
