@@ -15,6 +15,9 @@ sequence` run it) or, for comparison, in a thread of the writers' process
 `--runs` times each; events/s is given as min and max over the runs.
 Integration lag: from process_event's return (the commit) to the moment the checkpoint
 holding the event was written (after the witness's cosignature), p50 and p99.
+Machine CPU per event: the whole machine's busy CPU time over the run (with the log on,
+until the sequencer has integrated what the run queued) divided by the events committed,
+with each run's difference, on - off: what the log adds to an event.
 """
 
 from __future__ import annotations
@@ -243,18 +246,24 @@ def bench(
                 committed[digest] = time.time()
             return digest
 
+        cpu: dict[str, list[float]] = {"log off": [], "log on (1 witness)": []}
         for _ in range(args.runs):
             _queue(url, False)
+            busy = machine_busy_seconds()
             result = run_writers(args.writers, args.seconds, key, submit)
+            cpu["log off"].append((machine_busy_seconds() - busy) / int(str(result["events"])))
             throughput["log off"].append(float(str(result["events/s"])))
 
             _queue(url, True)
             with sequencing(args, url, log, signer, policy, published):
+                busy = machine_busy_seconds()
                 recording[0] = True
                 result = run_writers(args.writers, args.seconds, key, submit)
                 recording[0] = False
                 throughput["log on (1 witness)"].append(float(str(result["events/s"])))
-                _drain(url)
+                _drain(url)  # what the run queued, integrated: its cost counts too
+                spent = machine_busy_seconds() - busy
+                cpu["log on (1 witness)"].append(spent / int(str(result["events"])))
     rows: list[dict[str, object]] = [
         {"path": f"{label}, {args.writers} writer(s)", "runs": len(v),
          "events/s median": round(statistics.median(v), 1),
@@ -275,6 +284,20 @@ def bench(
         f"process_event with the log off and on (interleaved; the sequencer in a {args.sequencer})",
         rows,
     )
+    # Each run's "on" CPU against the "off" measured just before it: what the log adds.
+    added = [
+        (on - off) * 1e6 for off, on in zip(cpu["log off"], cpu["log on (1 witness)"], strict=True)
+    ]
+    cpu_rows: list[dict[str, object]] = [
+        {"path": label, "runs": len(v), "µs/event median": statistics.median(v) * 1e6,
+         "min": min(v) * 1e6, "max": max(v) * 1e6}
+        for label, v in cpu.items()
+    ]  # fmt: skip
+    cpu_rows.append(
+        {"path": "on - off, paired by run", "runs": len(added),
+         "µs/event median": statistics.median(added), "min": min(added), "max": max(added)}
+    )  # fmt: skip
+    print_results("machine CPU per event (every process; /proc/stat busy time)", cpu_rows)
     lags = _lags(url, committed, published)
     points = percentiles(lags, (50, 99))
     size = log.size()
@@ -286,6 +309,15 @@ def bench(
         [{"events": len(lags), "lag p50 ms": points[50] * 1000, "lag p99 ms": points[99] * 1000,
           "log size": size, "bytes/event": total / size if size else 0.0}],
     )  # fmt: skip
+
+
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine spent busy so far (/proc/stat: user, nice, system, irq,
+    softirq), the same instrument for both sides: every process counts, the writers',
+    PostgreSQL's, the sequencer's and the witness's."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields)
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def _drain(url: str) -> None:

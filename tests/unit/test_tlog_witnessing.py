@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from charter.core.errors import ConfigurationError
 from charter.tlog.checkpoint import Cosigner
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.note import Ed25519Signer
-from charter.tlog.witnessing import SIZES, WitnessPublisher, load_policy
+from charter.tlog.witnessing import SIZES, SIZES_EVERY, WitnessPublisher, load_policy
 
 LOG = Ed25519Signer.generate("charter.test/log")
 W1 = Cosigner.generate("w1.example.org/witness").verifier().vkey
@@ -74,6 +75,33 @@ def test_witness_sizes_are_read_back_and_garbage_is_ignored(tmp_path: Path) -> N
         assert publisher.sizes == {}
     finally:
         publisher.close()
+
+
+def test_witness_sizes_are_written_at_most_every_few_seconds_and_on_close(
+    tmp_path: Path,
+) -> None:
+    log = LogDirectory(tmp_path / "log")
+    policy = load_policy(_write(tmp_path), LOG.verifier())
+    assert policy is not None
+    now = [100.0]
+    publisher = WitnessPublisher(policy, log, clock=lambda: now[0])
+
+    def kept() -> object:
+        return json.loads((log.root / SIZES).read_text())
+
+    try:
+        publisher._keep_sizes({"w1": 3})  # the first change: at once
+        assert kept() == {"w1": 3}
+        now[0] += SIZES_EVERY - 1
+        publisher._keep_sizes({"w1": 4})
+        assert kept() == {"w1": 3}  # too soon: one 409 at most if we crashed now
+        now[0] += 1
+        publisher._keep_sizes({"w1": 5})
+        assert kept() == {"w1": 5}
+        publisher._keep_sizes({"w1": 6})
+    finally:
+        publisher.close()
+    assert kept() == {"w1": 6}  # what the next start sends as `old`
 
 
 def _write(tmp_path: Path) -> Path:

@@ -17,9 +17,10 @@ cosigning witnesses meet the `quorum`, and the written note carries their cosign
   followed by new events), so no retry can succeed. When the quorum holds anyway, the
   refusal is only logged: one witness alone cannot stop the log.
 
-The size each witness holds is kept in `state/witness-sizes.json` in the log directory,
-so a restart sends the right `old` size at once; a lost or stale file costs one 409
-round trip per witness, which the client recovers from.
+The size each witness holds is kept in `state/witness-sizes.json` in the log directory
+(written at most every SIZES_EVERY seconds and when the publisher closes), so a restart
+sends the right `old` size at once; a lost or stale file costs one 409 round trip per
+witness, which the client recovers from.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import httpx
@@ -43,6 +45,7 @@ from charter.tlog.tiles import TileHashReader
 from charter.tlog.witness_client import Witnessed, witness_checkpoint
 
 SIZES = "state/witness-sizes.json"
+SIZES_EVERY = 5.0  # seconds between writes of the sizes file
 logger = logging.getLogger("charter.log")
 
 
@@ -79,12 +82,21 @@ class WitnessPublisher:
     Called from the sequencer's thread only; it keeps one event loop and one HTTP client
     (connections stay open between checkpoints, as tlog-witness recommends)."""
 
-    def __init__(self, policy: Policy, log: LogDirectory, *, timeout: float = 1.0) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        log: LogDirectory,
+        *,
+        timeout: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._policy = policy
         self._log = log
         self._timeout = timeout
         self._sizes_path = log.root / SIZES
         self.sizes: dict[str, int] = _read_sizes(self._sizes_path)
+        self._clock = clock
+        self._sizes_written = -SIZES_EVERY  # the first change is written at once
         self._loop = asyncio.new_event_loop()
         self._client = httpx.AsyncClient(timeout=timeout)
 
@@ -142,14 +154,22 @@ class WitnessPublisher:
         if dict(sizes) == self.sizes:
             return
         self.sizes = dict(sizes)
+        # They change with every checkpoint: written at most every SIZES_EVERY seconds
+        # and on close, not fsynced. A stale or lost file costs one 409 per witness.
+        if self._clock() - self._sizes_written >= SIZES_EVERY:
+            self._write_sizes()
+
+    def _write_sizes(self) -> None:
+        self._sizes_written = self._clock()
         try:
             data = json.dumps(self.sizes, sort_keys=True).encode()
-            # Not fsynced: it changes every checkpoint, and a lost one costs a 409.
             write_atomically(self._sizes_path, data, durable=False)
         except OSError:  # only an optimisation: a 409 teaches the size again
             logger.warning("could not keep the witness sizes in %s", self._sizes_path)
 
     def close(self) -> None:
+        if self.sizes != _read_sizes(self._sizes_path):
+            self._write_sizes()
         self._loop.run_until_complete(self._client.aclose())
         self._loop.close()
 
