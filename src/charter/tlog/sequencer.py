@@ -30,7 +30,7 @@ from charter.core.crashpoints import (
     LOG_BEFORE_DB_COMMIT,
     crash_point,
 )
-from charter.db.database import Conn, Role, connect
+from charter.db.database import Conn, Role, connect, pipelined_transaction
 from charter.db.errors import translated
 from charter.tlog import store
 from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
@@ -342,7 +342,7 @@ class Sequencer:
             checkpoint = checkpoint or self._log.checkpoint()
             assert checkpoint is not None
             crash_point(LOG_BEFORE_DB_COMMIT)
-            with translated(), conn.transaction():
+            with translated(), pipelined_transaction(conn):  # one round trip: no reads
                 store.record_batch(
                     conn,
                     logged=batch.logged,
