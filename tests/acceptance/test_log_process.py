@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
@@ -75,7 +76,7 @@ def _sequencer_sessions(url: str) -> int:
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'charter-sequencer'"
             " AND datname = current_database()"
         ).fetchone()
-    return int(row[0]) if row else 0
+    return cast(int, row[0]) if row else 0
 
 
 def _metric(api: str, name: str, want: float, timeout: float = 60) -> None:
