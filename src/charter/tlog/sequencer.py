@@ -228,10 +228,8 @@ class Sequencer:
             read = TileHashReader(self._log.tiles, checkpoint.size, self._log.nodes)
             root = tree_root(checkpoint.size, read)
         except TlogError as exc:
-            self._log.nodes.clear()
             raise LogBehindDb(f"the log tiles are unreadable: {exc.message}") from None
         if root != checkpoint.root:
-            self._log.nodes.clear()
             raise LogBehindDb("the log tiles do not lead to the checkpoint root")
 
     def _recover_unpublished(self, conn: Conn) -> _Unpublished | None:
