@@ -66,6 +66,17 @@ def envelope(key: SecretKey, process: str, action: str, prev: str | None, n: int
     )
 
 
+def deployed_engine(database: Database) -> tuple[Engine, SecretKey]:
+    """An engine with the bench workflow deployed and a `bench` user actor: its key."""
+    engine = Engine(database)
+    key = SecretKey.generate()
+    with database.connection(Role.ENGINE) as conn:
+        engine.registry.deploy(conn, WORKFLOW, DEFINITION)
+        actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
+        conn.commit()
+    return engine, key
+
+
 def run_writers(writers: int, seconds: float, key: SecretKey, submit: Submit) -> dict[str, object]:
     """`writers` threads, each appending to its own process for `seconds`."""
     latencies: list[list[float]] = [[] for _ in range(writers)]
@@ -131,12 +142,7 @@ def main() -> None:
 def bench(url: str, seconds: float, verify_events: int) -> None:
     rows: list[dict[str, object]] = []
     with Database(url, max_size=20) as database:
-        engine = Engine(database)
-        key = SecretKey.generate()
-        with database.connection(Role.ENGINE) as conn:
-            engine.registry.deploy(conn, WORKFLOW, DEFINITION)
-            actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
-            conn.commit()
+        engine, key = deployed_engine(database)
 
         def in_process(env: Envelope, signer: SecretKey) -> str:
             return engine.process_event(sign(env, signer)).hash

@@ -44,9 +44,7 @@ import httpx
 
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
-from charter.db.database import Database, Role, connect
-from charter.engine import actors
-from charter.engine.process_event import Engine
+from charter.db.database import Database, connect
 from charter.tlog.checkpoint import Checkpoint
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.note import Ed25519Signer
@@ -54,7 +52,7 @@ from charter.tlog.policy import parse_policy
 from charter.tlog.sequencer import Sequencer
 from charter.tlog.witnessing import WitnessPublisher
 from common import percentiles, print_results, scratch_database
-from engine import DEFINITION, WORKFLOW, run_writers
+from engine import deployed_engine, run_writers
 
 ORIGIN = "bench.example/log"
 
@@ -232,12 +230,7 @@ def bench(
     committed: dict[str, float] = {}
     throughput: dict[str, list[float]] = {"log off": [], "log on (1 witness)": []}
     with Database(url, max_size=args.writers + 4) as database:
-        engine = Engine(database)
-        key = SecretKey.generate()
-        with database.connection(Role.ENGINE) as conn:
-            engine.registry.deploy(conn, WORKFLOW, DEFINITION)
-            actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
-            conn.commit()
+        engine, key = deployed_engine(database)
         recording = [False]
 
         def submit(env: Envelope, secret: SecretKey) -> str:

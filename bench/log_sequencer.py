@@ -21,13 +21,11 @@ from pathlib import Path
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
 from charter.db.database import Database, Role, connect
-from charter.engine import actors
-from charter.engine.process_event import Engine
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.note import Ed25519Signer
 from charter.tlog.sequencer import Sequencer
 from common import print_results, scratch_database
-from engine import DEFINITION, WORKFLOW, envelope, run_writers
+from engine import deployed_engine, envelope, run_writers
 
 
 def main() -> None:
@@ -53,22 +51,12 @@ def _queue(url: str, on: bool) -> None:
         conn.commit()
 
 
-def _engine(database: Database) -> tuple[Engine, SecretKey]:
-    engine = Engine(database)
-    key = SecretKey.generate()
-    with database.connection(Role.ENGINE) as conn:
-        engine.registry.deploy(conn, WORKFLOW, DEFINITION)
-        actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
-        conn.commit()
-    return engine, key
-
-
 def bench_commits(
     url: str, log: LogDirectory, signer: Ed25519Signer, seconds: float, writers: int
 ) -> None:
     rows: list[dict[str, object]] = []
     with Database(url, max_size=writers + 4) as database:
-        engine, key = _engine(database)
+        engine, key = deployed_engine(database)
 
         def in_process(env: Envelope, secret: SecretKey) -> str:
             return engine.process_event(sign(env, secret)).hash
@@ -92,7 +80,7 @@ def bench_commits(
 
 def bench_backlog(url: str, log: LogDirectory, signer: Ed25519Signer, backlog: int) -> None:
     with Database(url, max_size=2) as database:
-        engine, key = _engine(database)
+        engine, key = deployed_engine(database)
         process = "bench-backlog"
         head = engine.process_event(sign(envelope(key, process, "open", None, 0), key)).hash
         for n in range(1, backlog):

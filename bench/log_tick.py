@@ -28,11 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from charter.core.ed25519 import SecretKey
 from charter.core.envelope import sign
 from charter.db.database import Database, Role, connect
-from charter.engine import actors
-from charter.engine.process_event import Engine
 from charter.tlog import sequencer as sequencing
 from charter.tlog import store
 from charter.tlog.heads import HeadIndex
@@ -42,7 +39,7 @@ from charter.tlog.policy import parse_policy
 from charter.tlog.sequencer import Sequencer
 from charter.tlog.witnessing import WitnessPublisher
 from common import print_results, scratch_database
-from engine import DEFINITION, WORKFLOW, envelope
+from engine import deployed_engine, envelope
 from log import ORIGIN, policy_text, witness
 
 PROCESSES = 4
@@ -122,12 +119,7 @@ def _queue_events(url: str, events: int) -> None:
         conn.execute("SELECT charter.enable_log_queue_v1()")  # as a first leader does
         conn.commit()
     with Database(url, max_size=2) as database:
-        engine = Engine(database)
-        key = SecretKey.generate()
-        with database.connection(Role.ENGINE) as conn:
-            engine.registry.deploy(conn, WORKFLOW, DEFINITION)
-            actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
-            conn.commit()
+        engine, key = deployed_engine(database)
         heads: dict[str, str] = {}
         for n in range(events):
             process = f"bench-{n % PROCESSES}"

@@ -255,18 +255,11 @@ def index_cost(url: str, runs: int, seconds: float, writers: int) -> list[dict[s
     # Imported here: only this section needs the engine bench's workflow and writers.
     from charter.core.ed25519 import SecretKey
     from charter.core.envelope import Envelope, sign
-    from charter.engine import actors
-    from charter.engine.process_event import Engine
-    from engine import DEFINITION, WORKFLOW, run_writers
+    from engine import deployed_engine, run_writers
 
     rates: dict[str, list[float]] = {"0013 indexes": [], "before 0013": []}
     with Database(url, max_size=writers + 4) as database:
-        engine = Engine(database)
-        key = SecretKey.generate()
-        with database.connection(Role.ENGINE) as conn:
-            engine.registry.deploy(conn, WORKFLOW, DEFINITION)
-            actors.add_actor(conn, "bench", key.public_key_hex, ["user"])
-            conn.commit()
+        engine, key = deployed_engine(database)
 
         def submit(env: Envelope, signer: SecretKey) -> str:
             return engine.process_event(sign(env, signer)).hash

@@ -7,6 +7,8 @@ import hashlib
 import random
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -21,6 +23,7 @@ from charter.tlog.merkle import root_of
 from charter.tlog.note import Ed25519Verifier
 from charter.tlog.tiles import verify_tiles
 from tests.acceptance.processes import charter_env, run_charter, start_charter
+from tests.conftest import create_database, drop_database, unique_name
 from tests.integration import rows
 
 
@@ -136,6 +139,22 @@ class LogWorld:
         ]
         assert root_of([e.leaf_hash() for e in from_db]) == opened.checkpoint.root
         return entries
+
+
+@contextmanager
+def scratch_world(
+    pg_admin_url: str, template_database: str, home: Path, prefix: str
+) -> Iterator[LogWorld]:
+    """A LogWorld on a new database (named from `prefix`), its log initialised under
+    `home`; the database is dropped afterwards."""
+    name = unique_name(prefix)
+    url = create_database(pg_admin_url, name, template=template_database)
+    try:
+        world = LogWorld(url, home)
+        world.init()
+        yield world
+    finally:
+        drop_database(pg_admin_url, name)
 
 
 def append_events(

@@ -18,21 +18,14 @@ from charter.tlog.merkle import verify_consistency
 from charter.tlog.note import Ed25519Verifier, b64decode
 from charter.tlog.policy import parse_policy
 from charter.tlog.proof import TlogProof, verify_proof
-from tests.acceptance.logworld import LogWorld, append_one
+from tests.acceptance.logworld import LogWorld, append_one, scratch_world
 from tests.acceptance.processes import free_port, run_charter, start_charter, wait_healthy
-from tests.conftest import create_database, drop_database, unique_name
 
 
 @pytest.fixture
 def world(pg_admin_url: str, template_database: str, tmp_path: Path) -> Iterator[LogWorld]:
-    name = unique_name("charter_logh")
-    url = create_database(pg_admin_url, name, template=template_database)
-    try:
-        world = LogWorld(url, tmp_path / "home")
-        world.init()
+    with scratch_world(pg_admin_url, template_database, tmp_path / "home", "charter_logh") as world:
         yield world
-    finally:
-        drop_database(pg_admin_url, name)
 
 
 def _size(api: str, want: int) -> dict[str, object]:

@@ -17,21 +17,14 @@ import httpx
 import pytest
 
 from charter.db.database import connect
-from tests.acceptance.logworld import LogWorld, append_one
+from tests.acceptance.logworld import LogWorld, append_one, scratch_world
 from tests.acceptance.processes import free_port, start_charter, wait_healthy
-from tests.conftest import create_database, drop_database, unique_name
 
 
 @pytest.fixture
 def world(pg_admin_url: str, template_database: str, tmp_path: Path) -> Iterator[LogWorld]:
-    name = unique_name("charter_logp")
-    url = create_database(pg_admin_url, name, template=template_database)
-    try:
-        world = LogWorld(url, tmp_path / "home")
-        world.init()
+    with scratch_world(pg_admin_url, template_database, tmp_path / "home", "charter_logp") as world:
         yield world
-    finally:
-        drop_database(pg_admin_url, name)
 
 
 def _sequencer_pid(parent: int, timeout: float = 60) -> int:

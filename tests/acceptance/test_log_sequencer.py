@@ -14,7 +14,7 @@ import pytest
 from charter.core.crashpoints import LOG_AFTER_CHECKPOINT, LOG_AFTER_TILES, LOG_BEFORE_DB_COMMIT
 from charter.core.ed25519 import SecretKey
 from charter.db.database import Role, connect
-from tests.acceptance.logworld import LogWorld, append_events
+from tests.acceptance.logworld import LogWorld, append_events, scratch_world
 from tests.acceptance.processes import run_charter
 from tests.conftest import create_database, drop_database, unique_name
 
@@ -23,14 +23,8 @@ WRITERS = 32
 
 @pytest.fixture
 def world(pg_admin_url: str, template_database: str, tmp_path: Path) -> Iterator[LogWorld]:
-    name = unique_name("charter_log")
-    url = create_database(pg_admin_url, name, template=template_database)
-    try:
-        world = LogWorld(url, tmp_path / "home")
-        world.init()
+    with scratch_world(pg_admin_url, template_database, tmp_path / "home", "charter_log") as world:
         yield world
-    finally:
-        drop_database(pg_admin_url, name)
 
 
 def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:

@@ -13,23 +13,18 @@ import pytest
 
 from charter.core.ed25519 import SecretKey
 from charter.db.database import Conn, connect
-from tests.acceptance.logworld import LogWorld, append_one, insert_signed
+from tests.acceptance.logworld import LogWorld, append_one, insert_signed, scratch_world
 from tests.acceptance.processes import run_charter
-from tests.conftest import create_database, drop_database, unique_name
 
 
 @pytest.fixture(scope="module")
 def world(
     pg_admin_url: str, template_database: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LogWorld]:
-    name = unique_name("charter_logv")
-    url = create_database(pg_admin_url, name, template=template_database)
-    try:
-        world = LogWorld(url, tmp_path_factory.mktemp("logv") / "home")
-        world.init()
+    with scratch_world(
+        pg_admin_url, template_database, tmp_path_factory.mktemp("logv") / "home", "charter_logv"
+    ) as world:
         yield world
-    finally:
-        drop_database(pg_admin_url, name)
 
 
 def _chain(world: LogWorld, events: int) -> tuple[SecretKey, str, str, list[str]]:

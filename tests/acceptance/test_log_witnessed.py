@@ -24,7 +24,7 @@ from charter.tlog.checkpoint import Checkpoint
 from charter.tlog.note import parse_note, sign_note
 from charter.tlog.policy import Policy, parse_policy
 from charter.tlog.witness_protocol import encode_request
-from tests.acceptance.logworld import LogWorld, append_one
+from tests.acceptance.logworld import LogWorld, append_one, scratch_world
 from tests.acceptance.processes import run_charter
 from tests.acceptance.witnessproc import WitnessProcess
 from tests.conftest import create_database, drop_database, unique_name
@@ -34,14 +34,8 @@ UNPUBLISHED = "state/unpublished"
 
 @pytest.fixture
 def world(pg_admin_url: str, template_database: str, tmp_path: Path) -> Iterator[LogWorld]:
-    name = unique_name("charter_logw")
-    url = create_database(pg_admin_url, name, template=template_database)
-    try:
-        world = LogWorld(url, tmp_path / "home")
-        world.init()
+    with scratch_world(pg_admin_url, template_database, tmp_path / "home", "charter_logw") as world:
         yield world
-    finally:
-        drop_database(pg_admin_url, name)
 
 
 @pytest.fixture
