@@ -24,10 +24,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableSequence
 from contextlib import contextmanager
-from multiprocessing.process import BaseProcess
-from typing import Any
+from multiprocessing.context import SpawnContext
 
 from charter.tlog.config import LogSettings
 from charter.tlog.logdir import LogDirectory
@@ -97,7 +96,7 @@ def background_sequencer(
     settings.salt()
     load_policy(settings.policy_path, signer.verifier())
     context = multiprocessing.get_context("spawn")
-    figures = context.RawArray("d", FIELDS)
+    figures: MutableSequence[float] = context.RawArray("d", FIELDS)
     FIGURES.share(figures)
     stop = threading.Event()
     keeper = threading.Thread(
@@ -115,10 +114,10 @@ def background_sequencer(
 
 
 def _keep_running(
-    context: Any,
+    context: SpawnContext,
     url: str,
     settings: LogSettings,
-    figures: Any,
+    figures: MutableSequence[float],
     stop: threading.Event,
     telemetry: Callable[[], None] | None,
 ) -> None:
@@ -126,7 +125,7 @@ def _keep_running(
     is stopped with SIGTERM: nothing shared with it can be left locked by its death (a
     multiprocessing.Event would be, by a child killed inside `wait`)."""
     while not stop.is_set():
-        child: BaseProcess = context.Process(
+        child = context.Process(
             target=_child,
             args=(url, settings, figures, os.getpid(), telemetry),
             name="charter-log-sequencer",
@@ -157,7 +156,7 @@ def _keep_running(
 def _child(
     url: str,
     settings: LogSettings,
-    figures: Any,
+    figures: MutableSequence[float],
     parent: int,
     telemetry: Callable[[], None] | None,
 ) -> None:
