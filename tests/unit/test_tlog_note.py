@@ -105,6 +105,20 @@ def test_duplicate_lines_count_once() -> None:
     assert len(opened.unverified) == 1
 
 
+def test_a_repeated_line_of_a_known_key_is_verified_too() -> None:
+    # signed-note: every line whose name and key ID match a known key is verified. A bad
+    # copy after a good one must reject the note, not be skipped as a repeat.
+    peter = Ed25519Verifier.from_vkey(PETER_VKEY)
+    bad = PETER_SIG[:60] + "ABCD" + PETER_SIG[60:]
+    with pytest.raises(BadNoteSignature, match="PeterNeumann\\+c74f20a3"):
+        open_note((TEXT + "\n" + PETER_SIG + bad).encode(), [peter])
+    # An unknown key's lines stay ignored, repeated or not.
+    open_note(
+        (TEXT + "\n" + PETER_SIG + ENOCH_SIG + ENOCH_SIG[:60] + "A" + ENOCH_SIG[61:]).encode(),
+        [peter],
+    )
+
+
 def test_ambiguous_known_keys_are_an_error_only_when_used() -> None:
     peter = Ed25519Verifier.from_vkey(PETER_VKEY)
     enoch = Ed25519Verifier.from_vkey(ENOCH_VKEY)

@@ -110,6 +110,20 @@ def test_a_bad_cosignature_makes_the_checkpoint_untrusted() -> None:
         parse_policy(EXAMPLE).verify_checkpoint(forged.encode())
 
 
+def test_a_second_bad_line_of_a_known_witness_makes_the_checkpoint_untrusted() -> None:
+    good = _cosigned(0, "X1", "X2", "X3", "Y1")
+    text = good.decode()
+    # X1's good line stays; a copy carrying its cosignature of another checkpoint follows.
+    other = next(x for x in _cosigned(1, "X1").decode().split("\n") if x.startswith("— x1."))
+    with pytest.raises(CheckpointUntrusted, match="invalid signature"):
+        parse_policy(EXAMPLE).verify_checkpoint((text + other + "\n").encode())
+    # The same for a second line of the log's own key.
+    log_line = next(x for x in text.split("\n") if x.startswith("— charter.example.com/prod"))
+    bad = log_line[:-8] + ("AAAAAAAA" if not log_line.endswith("AAAAAAAA") else "BBBBBBBB")
+    with pytest.raises(CheckpointUntrusted, match="invalid signature"):
+        parse_policy(EXAMPLE).verify_checkpoint((text + bad + "\n").encode())
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -329,7 +329,9 @@ def open_note(msg: bytes, known: Iterable[Verifier]) -> OpenedNote:
     """Parse and verify a note against known keys, as signed-note requires.
 
     Unknown keys are ignored (kept as `unverified`); a known key's bad signature rejects
-    the whole note (`BadNoteSignature`); no verified signature at all raises
+    the whole note (`BadNoteSignature`), on every line that names that key, repeats
+    included (signed-note: a verifier must check each such line; a later bad copy must
+    not hide behind an earlier good one); no verified signature at all raises
     `UnverifiedNote`, whose `note` attribute still holds the parsed note.
     """
     note = parse_note(msg)
@@ -348,12 +350,11 @@ def open_note(msg: bytes, known: Iterable[Verifier]) -> OpenedNote:
             continue
         if len(candidates) > 1:
             raise AmbiguousKey(f"ambiguous key {sig.name}+{sig.key_id:08x}")
-        if (sig.name, sig.key_id) in seen:
-            continue
-        seen.add((sig.name, sig.key_id))
         if not candidates[0].verify(text, sig.signature):
             raise BadNoteSignature(f"invalid signature for key {sig.name}+{sig.key_id:08x}")
-        verified.append(sig)
+        if (sig.name, sig.key_id) not in seen:  # a key counts once, however many lines
+            seen.add((sig.name, sig.key_id))
+            verified.append(sig)
     if not verified:
         error = UnverifiedNote()
         error.note = note
