@@ -120,6 +120,8 @@ def test_a_tampered_checkpoint_text_is_checkpoint_untrusted() -> None:
         "c2sp.org/tlog-proof@v1\nextra !!\nindex 0\n\ncp\n",
         "c2sp.org/tlog-proof@v1\nindex 0\ncp\n",
         f"c2sp.org/tlog-proof@v1\nindex {2**64}\n\ncp\n",
+        # Beyond int()'s 4,300-digit limit: refused by length, not a ValueError.
+        "c2sp.org/tlog-proof@v1\nindex " + "9" * 5000 + "\n\ncp\n",
     ],
 )
 def test_malformed_proofs_are_refused(text: str) -> None:

@@ -12,13 +12,13 @@ type byte 0x04. That form does not commit to the cosigner name, so one key per c
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from charter.core import ed25519
 from charter.core.clock import Clock, SystemClock
+from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.core.errors import InvalidPublicKey
 from charter.tlog.errors import CheckpointUntrusted, MalformedCheckpoint, MalformedKey
 from charter.tlog.merkle import HASH_SIZE
@@ -40,9 +40,7 @@ from charter.tlog.note import (
 COSIGNATURE_V1 = 0x04
 """Signature type of timestamped Ed25519 checkpoint cosignatures."""
 
-_MAX_SIZE = 2**64 - 1
 _MAX_TIMESTAMP = 2**63 - 1
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +62,7 @@ class Checkpoint:
                 )
         if isinstance(self.size, bool) or not isinstance(self.size, int):
             raise MalformedCheckpoint("the tree size must be an integer")
-        if not 0 <= self.size <= _MAX_SIZE:
+        if not 0 <= self.size <= UINT64_MAX:
             raise MalformedCheckpoint("the tree size must fit in 64 bits")
         if not isinstance(self.root, bytes) or len(self.root) != HASH_SIZE:
             raise MalformedCheckpoint("the root hash must be 32 bytes")
@@ -83,15 +81,18 @@ class Checkpoint:
         if len(lines) < 3:
             raise MalformedCheckpoint("a checkpoint has at least three lines")
         origin, size_text, root_text, *extensions = lines
-        if not _DECIMAL.fullmatch(size_text):
-            raise MalformedCheckpoint("the tree size is a decimal without leading zeros")
+        size = parse_decimal(size_text, UINT64_MAX)
+        if size is None:
+            raise MalformedCheckpoint(
+                "the tree size is a decimal without leading zeros, at most 2**64 - 1"
+            )
         try:
             root = b64decode(root_text)
         except ValueError:
             raise MalformedCheckpoint("the root hash is not base64") from None
         if b64encode(root) != root_text:
             raise MalformedCheckpoint("the root hash is not canonical base64")
-        return cls(origin, int(size_text), root, tuple(extensions))
+        return cls(origin, size, root, tuple(extensions))
 
 
 def cosignature_message(body: str, timestamp: int) -> bytes:

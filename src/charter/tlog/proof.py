@@ -17,14 +17,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.tlog.errors import MalformedProof
 from charter.tlog.merkle import HASH_SIZE, verify_inclusion
 from charter.tlog.note import b64decode, b64encode
 from charter.tlog.policy import Policy, TrustedCheckpoint
 
 HEADER = "c2sp.org/tlog-proof@v1"
-_INDEX = re.compile(r"index (0|[1-9][0-9]*)")
-_MAX_INDEX = 2**64 - 1
+_INDEX = re.compile(r"index ([0-9]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class TlogProof:
     extra: bytes | None = None  # opaque, unauthenticated application data
 
     def __post_init__(self) -> None:
-        if isinstance(self.index, bool) or not 0 <= self.index <= _MAX_INDEX:
+        if isinstance(self.index, bool) or not 0 <= self.index <= UINT64_MAX:
             raise MalformedProof("the index must fit in 64 bits")
         if any(len(h) != HASH_SIZE for h in self.path):
             raise MalformedProof("audit path hashes are 32 bytes")
@@ -70,10 +70,11 @@ class TlogProof:
             extra = _b64(rest[0][len("extra ") :], "extra data")
             rest = rest[1:]
         match = _INDEX.fullmatch(rest[0]) if rest else None
-        if match is None:
-            raise MalformedProof("expected an index line")
+        index = None if match is None else parse_decimal(match.group(1), UINT64_MAX)
+        if index is None:
+            raise MalformedProof("expected an index line (a decimal below 2**64)")
         path = tuple(_b64(line, "audit path hash") for line in rest[1:])
-        return cls(int(match.group(1)), path, checkpoint.encode("utf-8"), extra)
+        return cls(index, path, checkpoint.encode("utf-8"), extra)
 
 
 def _b64(text: str, what: str) -> bytes:

@@ -29,7 +29,11 @@ TILE_WIDTH = 1 << TILE_HEIGHT
 MAX_LEVEL = 63
 MAX_ENTRY_SIZE = 0xFFFF
 
-_PATH = re.compile(r"tile/(entries|0|[1-9][0-9]?)/((?:x[0-9]{3}/)*[0-9]{3})(?:\.p/([1-9][0-9]*))?")
+# At most 7 groups of 3 digits (a tile index below 2**64) and a width of at most 3 digits:
+# a path's numbers are bounded by the pattern before int() sees them.
+_PATH = re.compile(
+    r"tile/(entries|0|[1-9][0-9]?)/((?:x[0-9]{3}/){0,6}[0-9]{3})(?:\.p/([1-9][0-9]{0,2}))?"
+)
 
 
 @dataclass(frozen=True, slots=True, order=True)

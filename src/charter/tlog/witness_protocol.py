@@ -11,10 +11,10 @@ size is a decimal without leading zeros, at most 63 proof lines of one base64 ha
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.tlog.errors import TlogError
 from charter.tlog.merkle import HASH_SIZE
 from charter.tlog.note import b64decode, b64encode
@@ -24,9 +24,6 @@ SIZE_CONTENT_TYPE = "text/x.tlog.size"
 MAX_PROOF_LINES = 63
 MAX_REQUEST_BYTES = 64 * 1024
 """A request is a size line, 63 hashes and a checkpoint of at most 100 signatures: far less."""
-
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
-_MAX_SIZE = 2**64 - 1
 
 
 class MalformedWitnessRequest(TlogError):
@@ -47,9 +44,10 @@ def checkpoint_path(origin: str) -> str:
 
 def parse_size(text: str) -> int:
     """A tree size as the wire writes it (decimal, no leading zeros, 64 bits)."""
-    if not _DECIMAL.fullmatch(text) or int(text) > _MAX_SIZE:
+    size = parse_decimal(text, UINT64_MAX)
+    if size is None:
         raise MalformedWitnessRequest(f"not a tree size: {text[:40]!r}")
-    return int(text)
+    return size
 
 
 def size_body(size: int) -> bytes:

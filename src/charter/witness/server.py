@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.core.errors import CharterError
 from charter.tlog.witness_protocol import (
     ADD_CHECKPOINT,
@@ -33,8 +34,10 @@ class _TooLarge(Exception):
 
 async def _read_body(request: Request) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
-        raise _TooLarge
+    if declared is not None and declared.isdigit():
+        length = parse_decimal(declared.lstrip("0") or "0", UINT64_MAX)
+        if length is None or length > MAX_REQUEST_BYTES:
+            raise _TooLarge
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.stream():
