@@ -48,7 +48,7 @@ class LogWorld:
 
     @property
     def log(self) -> LogDirectory:
-        return LogDirectory(self.settings.directory)
+        return self.settings.log_directory()
 
     def init(self) -> None:
         done = run_charter("log", "init", "--origin", "charter.test/log", env=self.env())

@@ -14,6 +14,7 @@ import pytest
 from charter.core.crashpoints import LOG_AFTER_CHECKPOINT, LOG_AFTER_TILES, LOG_BEFORE_DB_COMMIT
 from charter.core.ed25519 import SecretKey
 from charter.db.database import Role, connect
+from charter.tlog.entry import process_key
 from tests.acceptance.logworld import LogWorld, append_events, scratch_world
 from tests.acceptance.processes import run_charter
 from tests.conftest import create_database, drop_database, unique_name
@@ -107,6 +108,8 @@ def test_a_restored_backup_halts_the_sequencer_with_db_behind_log(
         dump = tmp_path / "before.sql"
         subprocess.run(["pg_dump", "-f", str(dump), world.url], check=True)
         append_events(world.url, actor, version, processes, 10, seed=6)
+        _, _, (created_after,) = world.seed(1)  # a process the dump never saw
+        append_events(world.url, actor, version, [created_after], 2, seed=7)
         world.wait_drained(sequencer)
     finally:
         code, err = _stop(sequencer)
@@ -135,7 +138,10 @@ def test_a_restored_backup_halts_the_sequencer_with_db_behind_log(
 
         heads = "SELECT id, seq FROM processes"
         with connect(world.url) as now, connect(restored) as then:
-            moved = set(now.execute(heads).fetchall()) - set(then.execute(heads).fetchall())
+            before = dict(then.execute(heads).fetchall())
+            moved = {(pid, seq) for pid, seq in now.execute(heads) if pid in before} - set(
+                before.items()
+            )
         verified = run_charter(
             "verify", "--all", "--jobs", "1", "--log", str(world.settings.directory), "--json",
             env={**world.env(), "CHARTER_DATABASE_URL": restored},
@@ -145,6 +151,12 @@ def test_a_restored_backup_halts_the_sequencer_with_db_behind_log(
         failed = json.loads(verified.stdout)["failed"]
         assert {f["process"] for f in failed} == {str(pid) for pid, _ in moved}
         assert all([p["code"] for p in f["problems"]] == ["log_truncated"] for f in failed)
+        # The process created after the dump is in the log only: named, with its last seq.
+        (missing,) = json.loads(verified.stdout)["missing"]
+        assert missing["process_key"] == process_key(world.settings.salt(), created_after).hex()
+        assert (missing["code"], missing["last_seq"], missing["entries"]) == (
+            "process_missing", 2, 2,
+        )  # fmt: skip
     finally:
         drop_database(pg_admin_url, name)
 

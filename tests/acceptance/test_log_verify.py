@@ -244,6 +244,58 @@ def test_mirror_copies_a_verified_log_and_refuses_a_fork(world: LogWorld, tmp_pa
     (forked / "checkpoint").write_bytes(
         sign_checkpoint(Checkpoint(signer.name, size, root), signer)
     )
+    # The fork lacks the witness's cosignature: untrusted under the policy init wrote.
     refused = run_charter("log", "mirror", str(forked), str(copy), env=world.env())
+    assert refused.returncode == 1, refused.stderr
+    assert "the witness quorum local is not met" in refused.stderr
+    # Trusting the log key alone, the copy itself shows the fork.
+    unwitnessed = tmp_path / "log-only.policy"
+    vkey = (world.settings.key_file.parent / "log.vkey").read_text().strip()
+    unwitnessed.write_text(f"log {vkey}\nquorum none\n")
+    refused = run_charter(
+        "log", "mirror", str(forked), str(copy), "--policy", str(unwitnessed), env=world.env()
+    )
     assert refused.returncode == 3, refused.stderr
     assert "checkpoint_equivocation" in refused.stderr
+
+
+def test_a_deleted_process_is_process_missing_with_its_index_range(world: LogWorld) -> None:
+    from charter.tlog.entry import process_key
+
+    _, _, process_id, hashes = _chain(world, 3)
+    with connect(world.url) as conn:  # A1: the whole process gone, row and events
+        conn.execute("SET session_replication_role = replica")
+        conn.execute("DELETE FROM events WHERE process_id = %s", (process_id,))
+        conn.execute("DELETE FROM processes WHERE id = %s", (process_id,))
+        conn.execute("RESET session_replication_role")
+        indexes = [
+            r[0]
+            for r in conn.execute(
+                "SELECT idx FROM log_entries WHERE process_id = %s ORDER BY idx", (process_id,)
+            )
+        ]
+        conn.commit()
+    assert len(indexes) == 3
+    log = str(world.settings.directory)
+    alone = run_charter("verify", "--all", "--jobs", "1", "--json", env=world.env())
+    assert process_id not in alone.stdout  # the chains alone cannot know it existed
+    done = run_charter(
+        "verify", "--all", "--jobs", "1", "--log", log, "--require-log", "--json",
+        env=world.env(),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    key = process_key(world.settings.salt(), process_id).hex()
+    (gone,) = [m for m in summary["missing"] if m["process_key"] == key]
+    assert gone["code"] == "process_missing"
+    assert (gone["first_index"], gone["last_index"]) == (indexes[0], indexes[-1])
+    assert (gone["last_seq"], gone["last_hash"], gone["entries"]) == (3, hashes[-1], 3)
+    assert f"indexes {indexes[0]}..{indexes[-1]}, last logged seq 3" in gone["message"]
+    text = run_charter("verify", "--all", "--jobs", "1", "--log", log, env=world.env()).stdout
+    assert key in text.replace("\n", "")
+    assert "logged process(es) missing from the database" in text
+    # Asked for by its id, the process the database lost is named missing, not unknown.
+    code, report = _verify(world, process_id, "--log", log)
+    assert code == 1
+    assert _codes(report) == [(None, "process_missing")]
+    assert report["log"]["missing"]["last_seq"] == 3

@@ -21,6 +21,7 @@ from charter.core.crashpoints import LOG_AFTER_WITNESSES
 from charter.core.ed25519 import SecretKey
 from charter.db.database import connect
 from charter.tlog.checkpoint import Checkpoint
+from charter.tlog.logdir import UNPUBLISHED, WITNESS_SIZES
 from charter.tlog.note import parse_note, sign_note
 from charter.tlog.policy import Policy, parse_policy
 from charter.tlog.witness_protocol import encode_request
@@ -28,8 +29,6 @@ from tests.acceptance.logworld import LogWorld, append_one, scratch_world
 from tests.acceptance.processes import run_charter
 from tests.acceptance.witnessproc import WitnessProcess
 from tests.conftest import create_database, drop_database, unique_name
-
-UNPUBLISHED = "state/unpublished"
 
 
 @pytest.fixture
@@ -98,7 +97,7 @@ def _held(witness: WitnessProcess, origin: str) -> int:
 
 def _offered(world: LogWorld, size: int, process: subprocess.Popen[str]) -> None:
     """Until the sequencer signed a checkpoint of `size` and offered it to the witnesses."""
-    path = world.settings.directory / UNPUBLISHED
+    path = world.settings.log_directory().state / UNPUBLISHED
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -167,7 +166,7 @@ def test_two_of_three_publish_only_with_the_quorum_and_resume_after_an_outage(
     assert trusted.checkpoint.size == 11
     assert set(trusted.witnesses) >= {"w1", "w3"}
     assert not list((w3.state / "refused").glob("**/*.json"))  # w3 refused nothing
-    kept = json.loads((world.log.root / "state" / "witness-sizes.json").read_text())
+    kept = json.loads((world.log.state / WITNESS_SIZES).read_text())
     assert (kept["w1"], kept["w3"]) == (11, 11)  # what the next start sends as `old`
     world.check_consistent()
     with connect(world.url) as conn:
@@ -254,9 +253,10 @@ def test_a_rolled_back_log_directory_is_refused_by_the_witness_and_halts_the_seq
         world.wait_drained(sequencer)
     finally:
         _stop(sequencer)
-    # A backup of the whole host at size 2: the log directory and the database.
+    # A backup of the whole host at size 2: the log directory, its state and the database.
     backup = tmp_path / "log-backup"
     shutil.copytree(world.log.root, backup)
+    shutil.copytree(world.log.state, tmp_path / "state-backup")
     old_note = world.log.checkpoint_note()
     assert old_note is not None
     snapshot = unique_name("charter_logw_snap")
@@ -297,6 +297,8 @@ def test_a_rolled_back_log_directory_is_refused_by_the_witness_and_halts_the_seq
         # event: only the witness knows the log went further.
         shutil.rmtree(world.log.root)
         shutil.copytree(backup, world.log.root)
+        shutil.rmtree(world.log.state)
+        shutil.copytree(tmp_path / "state-backup", world.log.state)
         restored = LogWorld(make_conninfo(world.url, dbname=snapshot), world.home)
         _more(restored, actor, version, process_id, 1)
         halted = run_charter("log", "sequence", env=restored.env(CHARTER_LOG_WITNESS_TIMEOUT="20"))
@@ -311,6 +313,8 @@ def test_a_rolled_back_log_directory_is_refused_by_the_witness_and_halts_the_seq
         # be shown consistency (422), which halts too rather than retrying forever.
         shutil.rmtree(world.log.root)
         shutil.copytree(backup, world.log.root)
+        shutil.rmtree(world.log.state)
+        shutil.copytree(tmp_path / "state-backup", world.log.state)
         _more(restored, actor, version, process_id, 4)
         halted = run_charter("log", "sequence", env=restored.env(CHARTER_LOG_WITNESS_TIMEOUT="20"))
         assert halted.returncode == 3, halted.stderr

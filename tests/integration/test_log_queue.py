@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,69 @@ def test_accepted_events_are_queued_and_one_tick_logs_them(world: World, tmp_pat
     assert checkpoint.size == len(entries)
     assert checkpoint.root == root_of([e.leaf_hash() for e in entries])
     assert log.entries(0, checkpoint.size) == entries
+
+
+def _published(log: LogDirectory) -> set[str]:
+    """Every file of the log directory: what a mirror (rsync, object storage) copies."""
+    return {p.relative_to(log.root).as_posix() for p in log.root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def fresh(pg_admin_url: str, template_database: str) -> Iterator[World]:
+    """A world of its own: a sequencer starting on a new log directory needs a database
+    that recorded nothing logged."""
+    with scratch_database(pg_admin_url, template_database) as database:
+        w = World(database)
+        w.deploy(ONBOARDING, onboarding_definition())
+        w.actor("ada", "customer")
+        yield w
+
+
+def test_the_published_directory_holds_tiles_and_checkpoint_only(
+    fresh: World, tmp_path: Path
+) -> None:
+    world = fresh
+    world.submit("ada", "open", new_process_id(), None, input_={"name": "Ada"})
+    log = LogDirectory(tmp_path / "log", tmp_path / "private")
+    sequencer = Sequencer(world.database.url, log, Ed25519Signer.generate("test/log"), SALT)
+    with connect(world.database.url, Role.SEQUENCER) as conn:
+        assert sequencer.tick(conn).appended >= 1
+    sequencer.close()
+    files = _published(log)
+    assert "checkpoint" in files
+    assert all(f == "checkpoint" or f.startswith("tile/") for f in files), files
+    assert (tmp_path / "private" / "heads.sqlite").is_file()  # the sequencer's own, apart
+    assert LogDirectory(tmp_path / "log").state == tmp_path / "log-state"  # the default
+
+
+def test_a_state_directory_inside_the_log_is_moved_out_on_start(
+    fresh: World, tmp_path: Path
+) -> None:
+    world = fresh
+    # The layout of earlier versions: the sequencer's files under <log>/state/.
+    world.submit("ada", "open", new_process_id(), None, input_={"name": "Ada"})
+    signer = Ed25519Signer.generate("test/log")
+    old = LogDirectory(tmp_path / "log", tmp_path / "log" / "state")
+    sequencer = Sequencer(world.database.url, old, signer, SALT)
+    with connect(world.database.url, Role.SEQUENCER) as conn:
+        sequencer.tick(conn)
+    sequencer.close()
+    old.record_halt("log_gap", "an old halt")  # cleared by the next start, wherever it is
+    (tmp_path / "log" / "state" / "witness-sizes.json").write_text('{"w1": 3}')
+    size = old.size()
+    world.submit("ada", "open", new_process_id(), None, input_={"name": "Bo"})
+
+    log = LogDirectory(tmp_path / "log")
+    sequencer = Sequencer(world.database.url, log, signer, SALT)
+    with connect(world.database.url, Role.SEQUENCER) as conn:
+        assert sequencer.tick(conn).appended >= 1  # the moved head index is used, as it was
+    sequencer.close()
+    assert not (tmp_path / "log" / "state").exists()
+    assert (log.state / "heads.sqlite").is_file()
+    assert (log.state / "witness-sizes.json").read_text() == '{"w1": 3}'
+    assert log.halted() is None
+    assert log.size() > size
+    assert all(f == "checkpoint" or f.startswith("tile/") for f in _published(log))
 
 
 def test_nothing_is_queued_until_a_log_leads_and_then_everything_is(

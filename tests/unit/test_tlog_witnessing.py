@@ -9,9 +9,9 @@ import pytest
 
 from charter.core.errors import ConfigurationError
 from charter.tlog.checkpoint import Cosigner
-from charter.tlog.logdir import LogDirectory
+from charter.tlog.logdir import WITNESS_SIZES, LogDirectory
 from charter.tlog.note import Ed25519Signer
-from charter.tlog.witnessing import SIZES, SIZES_EVERY, WitnessPublisher, load_policy
+from charter.tlog.witnessing import SIZES_EVERY, WitnessPublisher, load_policy
 
 LOG = Ed25519Signer.generate("charter.test/log")
 W1 = Cosigner.generate("w1.example.org/witness").verifier().vkey
@@ -62,14 +62,14 @@ def test_witness_sizes_are_read_back_and_garbage_is_ignored(tmp_path: Path) -> N
     log = LogDirectory(tmp_path / "log")
     policy = load_policy(_write(tmp_path), LOG.verifier())
     assert policy is not None
-    (log.root / SIZES).parent.mkdir(parents=True)
-    (log.root / SIZES).write_text('{"w1": 7, "w2": -1, "w3": "x"}')
+    log.state.mkdir(parents=True)
+    (log.state / WITNESS_SIZES).write_text('{"w1": 7, "w2": -1, "w3": "x"}')
     publisher = WitnessPublisher(policy, log)
     try:
         assert publisher.sizes == {"w1": 7}
     finally:
         publisher.close()
-    (log.root / SIZES).write_text("not json")
+    (log.state / WITNESS_SIZES).write_text("not json")
     publisher = WitnessPublisher(policy, log)
     try:
         assert publisher.sizes == {}
@@ -87,7 +87,7 @@ def test_witness_sizes_are_written_at_most_every_few_seconds_and_on_close(
     publisher = WitnessPublisher(policy, log, clock=lambda: now[0])
 
     def kept() -> object:
-        return json.loads((log.root / SIZES).read_text())
+        return json.loads((log.state / WITNESS_SIZES).read_text())
 
     try:
         publisher._keep_sizes({"w1": 3})  # the first change: at once

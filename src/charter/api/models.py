@@ -221,6 +221,20 @@ class WebhookAccepted(BaseModel):
     runs: list[str] = Field(description="Ids of the pending runs admitted, maybe none.")
 
 
+class LogWitnessing(BaseModel):
+    """What publishes the log's checkpoints, from the sequencer's policy."""
+
+    mode: Literal["independent", "local", "none"] = Field(
+        description="`independent`: witnesses named by URL; `local`: only a witness on this"
+        " host (not independent); `none`: no witness (`--no-witness`, or `quorum none`)."
+    )
+    witnesses: list[str] = Field(description="The policy names of the witnesses asked.")
+    warning: str | None = Field(
+        description='What the mode cannot detect, e.g. "no witness: a rollback or fork of the'
+        ' log is undetectable"; null with independent witnesses.'
+    )
+
+
 class LogStatus(BaseModel):
     """`GET /v1/log/status`: the log as its directory shows it, and the queue before it."""
 
@@ -231,3 +245,4 @@ class LogStatus(BaseModel):
     halt_message: str | None
     pending: int = Field(ge=0, description="Events committed but not logged yet.")
     oldest_pending_s: float = Field(ge=0, description="How long the oldest has waited.")
+    witnessing: LogWitnessing

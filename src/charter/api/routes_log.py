@@ -8,6 +8,7 @@ the scope `log:read`, or nothing when CHARTER_LOG_PUBLIC=1.
 
 from __future__ import annotations
 
+import gzip
 import re
 from typing import Annotated, Any, cast
 
@@ -55,7 +56,7 @@ def log_reader(
     settings = log_settings(request)
     if not settings.public:
         _require_log_read(credentials, context)
-    log = LogDirectory(settings.directory)
+    log = settings.log_directory()
     if not log.exists():
         raise LogNotConfigured()
     return log
@@ -95,7 +96,8 @@ def checkpoint(log: Log) -> Response:
     "/tile/{path:path}",
     **_text(
         "A tlog-tiles hash tile (`<L>/<N>[.p/<W>]`) or entry bundle (`entries/<N>[.p/<W>]`);"
-        " full tiles are immutable.",
+        " every tile is immutable (a wider partial tile has a path of its own). Entry bundles"
+        " are gzip-compressed for a client that accepts it (`Accept-Encoding: gzip`).",
         {
             400: "`tile_path_malformed`: not a canonical tlog-tiles path.",
             404: "`tile_missing` (no such tile yet) or `log_not_configured`.",
@@ -103,14 +105,33 @@ def checkpoint(log: Log) -> Response:
         "application/octet-stream",
     ),
 )
-def tile(path: str, log: Log) -> Response:
-    """A tlog-tiles hash tile or entry bundle; full tiles never change."""
+def tile(path: str, log: Log, request: Request) -> Response:
+    """A tlog-tiles hash tile or entry bundle. None ever changes: a partial tile of width W
+    holds the first W hashes (or entries) of its full tile, which are fixed once logged,
+    and a wider one is another path."""
     wanted = parse_tile_path(f"tile/{path}")
     data = log.tiles.get(wanted.path())
     if data is None:
         raise TileMissing(f"no tile {wanted.path()}", path=wanted.path())
-    cache = _LATEST if wanted.partial else _IMMUTABLE
-    return Response(data, media_type="application/octet-stream", headers={"Cache-Control": cache})
+    headers = {"Cache-Control": _IMMUTABLE}
+    if wanted.entries:
+        # Entries compress (process keys repeat, seqs are small); hashes do not.
+        headers["Vary"] = "Accept-Encoding"
+        if _accepts_gzip(request.headers.get("accept-encoding", "")):
+            data = gzip.compress(data, mtime=0)
+            headers["Content-Encoding"] = "gzip"
+    return Response(data, media_type="application/octet-stream", headers=headers)
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding value lists gzip (or `*`) with a non-zero q."""
+    for item in accept_encoding.split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip().lower() not in ("gzip", "*"):
+            continue
+        quality = params.strip().replace(" ", "")
+        return quality not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
 
 
 @router.get(
@@ -166,9 +187,12 @@ def consistency(
     response_model=LogStatus,
     responses=errors(404, why=_SCOPE | {404: _NO_LOG}),
 )
-def status(log: Log, context: Annotated[Services, Depends(services)]) -> JSONResponse:
-    """Origin, size and halt from the log directory; the queue's length from the database."""
-    report = log_status(log.root)
+def status(
+    log: Log, request: Request, context: Annotated[Services, Depends(services)]
+) -> JSONResponse:
+    """Origin, size and halt from the log directory, witnessing from the policy; the
+    queue's length from the database."""
+    report = log_status(log, log_settings(request).policy_path)
     with context.database.connection(Role.READER) as conn:
         pending, oldest = store.pending_count(conn)
     report |= {"pending": pending, "oldest_pending_s": round(oldest, 3)}

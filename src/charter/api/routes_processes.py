@@ -22,7 +22,6 @@ from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.engine.metrics import count_verification
 from charter.engine.verification import export_bundle, verify_process
-from charter.tlog.logdir import LogDirectory
 
 READ = "processes:read"
 
@@ -84,5 +83,5 @@ def export(
     `charter-export/2`, with the tlog-proof of the last logged event, when this deployment
     has a transparency log (no wait: `unlogged` counts the events not logged yet), else
     `charter-export/1`."""
-    log = LogDirectory(log_settings(request).directory)
+    log = log_settings(request).log_directory()
     return JSONResponse(export_bundle(context.database, process_id, log))

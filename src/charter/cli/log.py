@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import json
-import secrets
 import signal
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from charter.cli.log_init import init
 from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
 from charter.core.config import Settings
-from charter.core.ed25519 import write_private_file
-from charter.core.errors import ConfigurationError
-from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+from charter.tlog.checkpoint import Checkpoint
 from charter.tlog.config import LogSettings
-from charter.tlog.entry import SALT_SIZE
-from charter.tlog.logdir import LogDirectory, write_atomically
-from charter.tlog.merkle import EMPTY_ROOT
-from charter.tlog.note import Ed25519Signer, valid_name
+
+if TYPE_CHECKING:
+    from charter.cli.verify_log import Witnesses
+    from charter.tlog.mirror import WitnessCheck
+    from charter.tlog.policy import Policy
 
 app = typer.Typer(
     help="The transparency log: every event, in a witnessed Merkle log outside the database.",
@@ -30,50 +30,7 @@ app = typer.Typer(
 HALT_EXIT = 3
 
 
-@app.command("init")
-def init(
-    origin: Annotated[
-        str,
-        typer.Option(
-            "--origin",
-            envvar="CHARTER_LOG_ORIGIN",
-            help="The log's name, a schema-less URL such as charter.example.com/prod.",
-        ),
-    ],
-) -> None:
-    """Create the log key, the process-key salt, a policy template and the empty log.
-
-    The key and salt go to CHARTER_LOG_KEY_FILE / CHARTER_LOG_SALT_FILE (default
-    $CHARTER_HOME/log-key/), never into the database or the (mirrored) log directory.
-    """
-    settings = LogSettings.from_env()
-    if not valid_name(origin):
-        raise ConfigurationError("the origin must be non-empty, without spaces or '+'")
-    if settings.key_file.exists():
-        raise ConfigurationError(f"{settings.key_file} already exists: the log is initialised")
-    log = LogDirectory(settings.directory)
-    if log.exists():
-        raise ConfigurationError(f"{settings.directory} already holds a log")
-    signer = Ed25519Signer.generate(origin)
-    vkey = signer.verifier().vkey
-    settings.key_file.parent.mkdir(parents=True, exist_ok=True)
-    write_private_file(settings.key_file, (signer.skey + "\n").encode("ascii"))
-    write_private_file(settings.salt_file, (secrets.token_bytes(SALT_SIZE).hex() + "\n").encode())
-    key_dir = settings.key_file.parent
-    write_atomically(key_dir / "log.vkey", (vkey + "\n").encode())
-    policy = key_dir / "charter.policy"
-    write_atomically(
-        policy,
-        f"# tlog-policy for {origin}: add witnesses and a quorum before relying on it\n"
-        f"log {vkey}\nquorum none\n".encode(),
-    )
-    log.write_checkpoint(sign_checkpoint(Checkpoint(origin, 0, EMPTY_ROOT), signer))
-    typer.echo(f"origin     {origin}")
-    typer.echo(f"vkey       {vkey}")
-    typer.echo(f"key        {settings.key_file} (secret, 0600)")
-    typer.echo(f"salt       {settings.salt_file} (auditor-confidential, 0600)")
-    typer.echo(f"policy     {policy}")
-    typer.echo(f"log        {settings.directory}")
+app.command("init")(init)
 
 
 @app.command("sequence")
@@ -106,15 +63,35 @@ def sequence(
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """The log's origin, size and halt, read from the log directory."""
+    """The log's origin, size, halt and witnessing, read from the log directory and the
+    policy (a log without an independent witness says what it cannot detect)."""
     from charter.tlog.status import log_status
 
-    report = log_status(LogSettings.from_env().directory)
+    settings = LogSettings.from_env()
+    report = log_status(settings.log_directory(), settings.policy_path)
     if as_json:
         typer.echo(json.dumps(report, sort_keys=True))
         return
-    for key, value in report.items():
-        typer.echo(f"{key:13} {value}")
+    for line in status_lines(report):
+        typer.echo(line)
+
+
+def status_lines(report: Mapping[str, object]) -> list[str]:
+    """`charter log status` as text: one `name  value` line each, nothing printed as None."""
+    witnessing = report["witnessing"]
+    assert isinstance(witnessing, dict)
+    names = ", ".join(witnessing["witnesses"]) or "none"
+    halted = f"{report['halted']}: {report['halt_message']}" if report["halted"] else "no"
+    lines = [
+        f"origin       {report['origin'] or '(no checkpoint yet)'}",
+        f"size         {report['size']}",
+        f"cosignatures {report['cosignatures']}",
+        f"halted       {halted}",
+        f"witnessing   {witnessing['mode']} (witnesses: {names})",
+    ]
+    if witnessing["warning"]:
+        lines.append(f"warning      {witnessing['warning']}")
+    return lines
 
 
 @app.command("proof")
@@ -130,8 +107,29 @@ def proof(
     event_hash = event_hash.strip().lower()
     with database_url(Settings.from_env()) as url, connect(url, Role.READER) as conn:
         index = store.index_of(conn, event_hash)
-    log = LogDirectory(LogSettings.from_env().directory)
+    log = LogSettings.from_env().log_directory()
     typer.echo(inclusion_proof(log, index, event_hash), nl=False)
+
+
+def _witnessed(policy: Policy, asked: Witnesses) -> WitnessCheck:
+    """The mirror's check of its source against the witnesses: a refusal names the first
+    problem (`log_rollback`, `checkpoint_equivocation`, ...), a witness that cannot be
+    read is `witness_unreachable`."""
+    from charter.tlog.audit import compare_with_witness
+    from charter.tlog.errors import WitnessUnreachable
+    from charter.tlog.mirror import REFUSALS, MirrorRefused
+
+    def check(note: bytes, checkpoint: Checkpoint, tiles: Mapping[str, bytes]) -> None:
+        problems = asked.ask(
+            lambda url, held: compare_with_witness(url, held, policy, note, checkpoint, tiles),
+            checkpoint.origin,
+        )
+        for problem in problems:
+            if problem.code == "witness_unreachable":
+                raise WitnessUnreachable(problem.message)
+            raise REFUSALS.get(problem.code, MirrorRefused)(problem.message)
+
+    return check
 
 
 @app.command("mirror")
@@ -150,22 +148,40 @@ def mirror(
     token: Annotated[
         str | None, typer.Option("--token", envvar="CHARTER_TOKEN", help="log:read token.")
     ] = None,
+    witnesses: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness",
+            metavar="URL",
+            help="Compare the source with the latest checkpoint this witness cosigned (its"
+            " monitoring prefix; repeatable) instead of the policy's witnesses, which are"
+            " asked by default.",
+            show_default=False,
+        ),
+    ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline", help="Ask no witness: a rolled-back or forked source may go unseen."
+        ),
+    ] = False,
 ) -> None:
     """Copy a log after checking it: policy, every tile against the root, consistency with
-    what the mirror held, no two entries for one seq. Exits 3 when the source is refused."""
-    from charter.cli.verify_log import default_policy
+    what the mirror held, no two entries for one seq, and what the witnesses cosigned.
+    Exits 3 when the source is refused, 1 when a witness cannot be read."""
+    from charter.cli.verify_log import Witnesses, default_policy, read_policy
     from charter.tlog.mirror import MirrorRefused
     from charter.tlog.mirror import mirror as copy_log
-    from charter.tlog.policy import parse_policy
 
+    if offline and witnesses:
+        raise typer.BadParameter("--offline asks no witness: drop --witness, or --offline")
     path = policy or default_policy(Settings.from_env(), LogSettings.from_env())
+    trusted = read_policy(path)
+    asked = Witnesses.choose(trusted, witnesses or (), offline=offline)
     try:
-        trusted = parse_policy(path.read_bytes())
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read the policy {path}: {exc}") from None
-    try:
-        result = copy_log(source, destination, trusted, token)
+        result = copy_log(source, destination, trusted, token, _witnessed(trusted, asked))
     except MirrorRefused as exc:
         typer.echo(f"error: {exc.code}: {exc.message}", err=True)
         raise typer.Exit(HALT_EXIT) from None
     typer.echo(f"mirrored size {result.size} (was {result.old_size}), {result.written} files")
+    typer.echo(asked.note())

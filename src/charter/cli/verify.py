@@ -22,12 +22,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli.verify_log import LogCheck, default_policy
+from charter.cli.verify_log import LogCheck, Witnesses, default_policy
 from charter.core import ijson
 from charter.core.config import Settings
 from charter.core.ed25519 import check_public_key
-from charter.core.errors import ConfigurationError, InvalidPublicKey, Malformed
-from charter.core.jsontypes import JsonObject
+from charter.core.errors import ConfigurationError, InvalidPublicKey, Malformed, UnknownProcess
+from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Database
 from charter.db.embedded import database_url
 from charter.engine.evidence import Problem, VerificationReport
@@ -39,10 +39,10 @@ from charter.engine.verification import (
     verify_process,
 )
 from charter.engine.verification_pool import default_jobs, verify_processes
-from charter.tlog.bundle_log import BundleTrust
+from charter.tlog.audit import MissingProcess
+from charter.tlog.bundle_log import BundleTrust, bundle_checkpoint, compare_bundle_with_witness
 from charter.tlog.config import LogSettings
-from charter.tlog.logdir import LogDirectory
-from charter.tlog.policy import parse_policy
+from charter.tlog.policy import Policy, parse_policy
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -112,12 +112,22 @@ def verify(
         typer.Option(
             "--witness",
             metavar="URL",
-            help="With --log: also compare the log with the latest checkpoint this witness"
-            " cosigned (its C2SP monitoring prefix; repeatable): a larger one is"
-            " log_rollback, a conflicting one checkpoint_equivocation.",
+            help="With --log or --bundle: compare the log with the latest checkpoint this"
+            " witness cosigned (its C2SP monitoring prefix; repeatable) instead of the"
+            " policy's witnesses, which are asked by default: a larger one is log_rollback,"
+            " a conflicting one checkpoint_equivocation, an unreadable one"
+            " witness_unreachable.",
             show_default=False,
         ),
     ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="With --log or --bundle: ask no witness (the report says so): a rollback"
+            " or fork of the log may then go unseen.",
+        ),
+    ] = False,
     policy: Annotated[
         Path | None,
         typer.Option(
@@ -164,20 +174,26 @@ def verify(
         raise typer.BadParameter("give exactly one of: a process id, --all, --bundle FILE")
     if jobs is not None and not all_processes:
         raise typer.BadParameter("--jobs applies only to --all")
+    if offline and witnesses:
+        raise typer.BadParameter("--offline asks no witness: drop --witness, or --offline")
     if bundle is not None:
-        if log_dir is not None or witnesses:
-            raise typer.BadParameter(
-                "--log and --witness check stored chains; a bundle carries its proof"
-            )
+        if log_dir is not None:
+            raise typer.BadParameter("--log checks stored chains; a bundle carries its proof")
         pinned = _pinned_keys(automation_keys) if automation_keys else None
         replay_bundle = True if replay is None else replay
         trust = _bundle_trust(policy, salt, require=require_log, grace_s=log_grace)
-        raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, trust, as_json=as_json))
+        asked = (
+            Witnesses.choose(trust.policy, witnesses or (), offline=offline)
+            if trust.policy
+            else None
+        )
+        raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, trust, asked, as_json=as_json))
     if automation_keys:
         raise typer.BadParameter("--automation-key applies only to --bundle FILE")
-    if log_dir is None and (policy or salt or require_log or witnesses):
+    if log_dir is None and (policy or salt or require_log or witnesses or offline):
         raise typer.BadParameter(
-            "--policy, --salt, --require-log and --witness apply only with --log"
+            "--policy, --salt, --require-log, --witness and --offline apply only with --log"
+            " or --bundle"
         )
     with database_url(Settings.from_env()) as url, Database(url, max_size=2) as database:
         check = None
@@ -186,20 +202,36 @@ def verify(
 
             check = log_check(database, log_dir, policy_file=policy, salt_file=salt,
                               require=require_log, grace_s=log_grace,
-                              witnesses=witnesses or ())  # fmt: skip
+                              witnesses=witnesses or (), offline=offline)  # fmt: skip
         if process_id is not None:
-            report = verify_process(database, process_id, replay=bool(replay))
-            extra: JsonObject | None = None
-            notes: list[str] = []
-            if check is not None:
-                report, summary = check(process_id, report)
-                extra = {"log": cast(JsonObject, summary)}
-                notes = _log_notes(summary)
-            raise typer.Exit(_show(process_id, report, as_json=as_json, extra=extra, notes=notes))
+            raise typer.Exit(_verify_one(database, process_id, bool(replay), check, as_json))
         workers = default_jobs() if jobs is None else jobs
         raise typer.Exit(
             _verify_all(database, replay=bool(replay), as_json=as_json, jobs=workers, check=check)
         )
+
+
+def _verify_one(
+    database: Database, process_id: str, replay: bool, check: LogCheck | None, as_json: bool
+) -> int:
+    """One stored process; with the log, one the database lacks but the log holds is
+    reported `process_missing` instead of unknown."""
+    try:
+        report = verify_process(database, process_id, replay=replay)
+    except UnknownProcess:
+        gone = None if check is None else check.missing_one(process_id)
+        if gone is None:
+            raise
+        report, summary = gone
+        extra: JsonObject = {"log": cast(JsonObject, summary)}
+        return _show(process_id, report, as_json=as_json, extra=extra)
+    if check is None:
+        return _show(process_id, report, as_json=as_json)
+    report, summary = check(process_id, report)
+    notes = _log_notes(summary, check)
+    return _show(
+        process_id, report, as_json=as_json, extra={"log": cast(JsonObject, summary)}, notes=notes
+    )
 
 
 def export(
@@ -216,7 +248,7 @@ def export(
 ) -> None:
     """Print a process's export bundle for offline verification: charter-export/1, or
     charter-export/2 with the log proof of its head when this deployment has a log."""
-    log = LogDirectory(LogSettings.from_env().directory)
+    log = LogSettings.from_env().log_directory()
     with database_url(Settings.from_env()) as url, Database(url, max_size=1) as database:
         bundle = export_bundle(database, process_id, log, wait_log=wait_log)
     _write_json(bundle, indent=1)
@@ -241,14 +273,15 @@ def _bundle_trust(
     return BundleTrust(parsed, salted, settings.home / "trust", require, grace_s)
 
 
-def _log_notes(summary: dict[str, object]) -> list[str]:
+def _log_notes(summary: dict[str, object], check: LogCheck) -> list[str]:
     if not summary:
         return []
     latest = summary["latest_in_log"]
     seq = latest["seq"] if isinstance(latest, dict) else "none"
     return [
         f"log: {summary['origin']} at size {summary['checkpoint_size']}: latest logged seq"
-        f" {seq}, {summary['unlogged']} event(s) not logged yet"
+        f" {seq}, {summary['unlogged']} event(s) not logged yet",
+        f"log: {check.witnesses.note()}",
     ]
 
 
@@ -269,6 +302,7 @@ def _verify_file(
     replay: bool,
     pinned: tuple[str, ...] | None,
     trust: BundleTrust,
+    asked: Witnesses | None,
     *,
     as_json: bool,
 ) -> int:
@@ -288,6 +322,8 @@ def _verify_file(
         value = ijson.loads(raw)
         report = verify_bundle(value, replay=replay, automation_keys=pinned)
         report, log = verify_bundle_log(value, report, trust)
+        if log is not None and log.get("proven") and asked is not None:
+            report, log = _bundle_witnesses(value, report, log, trust, asked)
     except Malformed as exc:
         # A file that is not I-JSON is bad evidence, not an unusable command line.
         report = VerificationReport.of(0, [Problem(None, "malformed_bundle", exc.message)])
@@ -310,7 +346,29 @@ def _verify_file(
     ]
     log_note = _bundle_log_note(log)
     notes += [log_note] if log_note else []
+    if log is not None and log.get("proven") and asked is not None:
+        notes.append(f"log: {asked.note()}")
     return _show(str(path), report, as_json=as_json, extra=extra, notes=notes)
+
+
+def _bundle_witnesses(
+    bundle: JsonValue,
+    report: VerificationReport,
+    log: JsonObject,
+    trust: BundleTrust,
+    asked: Witnesses,
+) -> tuple[VerificationReport, JsonObject]:
+    """The bundle's proven checkpoint against what the witnesses cosigned since."""
+    assert trust.policy is not None
+    note = bundle_checkpoint(bundle)
+    problems = asked.ask(
+        lambda url, held: compare_bundle_with_witness(
+            url, held, cast("Policy", trust.policy), note
+        ),
+        str(log["origin"]),
+    )
+    merged = VerificationReport.of(report.events, [*report.problems, *problems])
+    return merged, log | cast(JsonObject, asked.summary())
 
 
 def _bundle_log_note(log: JsonObject | None) -> str | None:
@@ -381,6 +439,7 @@ def _verify_all(
             if not report.ok:
                 failed.append((process_id, report))
             progress.advance(task)
+    missing = [] if check is None else check.missing(ids)
     if as_json:
         summary: JsonObject = {
             "processes": len(ids),
@@ -388,10 +447,16 @@ def _verify_all(
             "events": events,
             "failed": [{"process": pid, **report.to_json()} for pid, report in failed],
         }
+        if check is not None:
+            summary["missing"] = [
+                {**m.problem(check.size).to_json(), **m.to_json()} for m in missing
+            ]
         _write_json(summary)
     else:
         _print_summary(len(ids), events, failed)
-    return EXIT_PROBLEMS if failed else EXIT_OK
+        if check is not None:
+            _print_missing(missing, check.size)
+    return EXIT_PROBLEMS if failed or missing else EXIT_OK
 
 
 def _print_summary(total: int, events: int, failed: list[tuple[str, VerificationReport]]) -> None:
@@ -405,6 +470,23 @@ def _print_summary(total: int, events: int, failed: list[tuple[str, Verification
         console.print(table)
     console.print(
         f"{total} process(es), {events} events: {total - len(failed)} ok, {len(failed)} failed",
+        markup=False,
+    )
+
+
+def _print_missing(missing: list[MissingProcess], size: int) -> None:
+    """One whole line per process the log holds and the database lacks (keys are 64 hex:
+    a table would cut them)."""
+    console = Console()
+    for gone in missing:
+        console.print(
+            f"process_missing: key {gone.process_key.hex()}, indexes {gone.first_index}.."
+            f"{gone.last_index}, last logged seq {gone.last_seq}",
+            markup=False,
+            soft_wrap=True,
+        )
+    console.print(
+        f"log at size {size}: {len(missing)} logged process(es) missing from the database",
         markup=False,
     )
 

@@ -20,19 +20,16 @@ from charter.witness.config import (
     KEY_FILE,
     LOGS_FILE,
     VKEY_FILE,
-    load_known_logs,
     logs_policy_text,
-    read_cosigner_key,
     write_cosigner_key,
 )
-from charter.witness.core import Witness
 from charter.witness.errors import (
     CheckpointEquivocation,
     SizeConflict,
     UnknownLog,
     WitnessConfigError,
 )
-from charter.witness.state import WitnessState
+from charter.witness.local import load_witness
 
 DEFAULT_PORT = 8430
 EXIT_CONFLICT = 3
@@ -63,13 +60,6 @@ LogsOption = Annotated[
         f"[default: STATE/{LOGS_FILE}].",
     ),
 ]  # fmt: skip
-
-
-def load_witness(state: Path, key: Path | None, logs: Path | None) -> Witness:
-    cosigner = read_cosigner_key(key or state / KEY_FILE)
-    known = load_known_logs(logs or state / LOGS_FILE)
-    store = WitnessState(state, (cosigner.name, cosigner.key_id))
-    return Witness(cosigner, known, store)
 
 
 @app.command("init")

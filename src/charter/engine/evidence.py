@@ -54,6 +54,8 @@ CODES = frozenset(
         "checkpoint_untrusted",
         "log_proof_invalid",
         "tile_missing",
+        "process_missing",
+        "witness_unreachable",
     }
 )
 

@@ -15,13 +15,14 @@ same size with another root, or not consistent with it, `checkpoint_equivocation
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import httpx
 
+from charter.core.jsontypes import JsonObject
 from charter.engine.evidence import Problem
 from charter.tlog.checkpoint import Checkpoint, open_checkpoint
 from charter.tlog.entry import LogEntry, process_key
@@ -31,6 +32,7 @@ from charter.tlog.merkle import prove_consistency, verify_consistency
 from charter.tlog.note import parse_note
 from charter.tlog.policy import Policy
 from charter.tlog.tiles import TileHashReader, verify_tiles
+from charter.tlog.witness_protocol import checkpoint_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,39 @@ class ChainEvent:
     seq: int
     hash: str
     received_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class MissingProcess:
+    """A process the log holds entries of that no stored process has: deleted outright,
+    or created after the backup the database was restored from."""
+
+    process_key: bytes
+    first_index: int
+    last_index: int
+    last_seq: int
+    last_hash: str
+    entries: int
+
+    def problem(self, size: int) -> Problem:
+        return Problem(
+            None,
+            "process_missing",
+            f"the log at size {size} holds {self.entries} event(s) of process key"
+            f" {self.process_key.hex()} (indexes {self.first_index}..{self.last_index},"
+            f" last logged seq {self.last_seq}, event {self.last_hash}) and no stored"
+            " process has that key: it was deleted, or the database restored to before it",
+        )
+
+    def to_json(self) -> JsonObject:
+        return {
+            "process_key": self.process_key.hex(),
+            "first_index": self.first_index,
+            "last_index": self.last_index,
+            "last_seq": self.last_seq,
+            "last_hash": self.last_hash,
+            "entries": self.entries,
+        }
 
 
 @dataclass
@@ -52,6 +87,23 @@ class LogMirror:
 
     def key(self, process_id: str) -> bytes:
         return process_key(self.salt, process_id)
+
+    def missing(self, stored: Iterable[str]) -> list[MissingProcess]:
+        """Every process key of the log that none of the `stored` process ids hashes to,
+        in log order (of its first entry)."""
+        known = {self.key(process_id) for process_id in stored}
+        gone = []
+        for key, logged in self.entries.items():
+            if key in known:
+                continue
+            indexes = [index for _, index in logged.values()]
+            last_seq = max(logged)
+            gone.append(
+                MissingProcess(
+                    key, min(indexes), max(indexes), last_seq, logged[last_seq][0], len(logged)
+                )
+            )
+        return sorted(gone, key=lambda m: m.first_index)
 
     def check(
         self,
@@ -163,42 +215,77 @@ def check_trusted(trust_dir: Path, directory: Path, policy: Policy) -> Problem |
         write_atomically(path, note)
         return None
     stored = Checkpoint.parse(parse_note(stored_note).text)
-    problem = _compare(log, note, current, stored_note, stored, f"this verifier ({path}) accepted")
+    problem = _compare(
+        log.tiles, note, current, stored_note, stored, f"this verifier ({path}) accepted"
+    )
     if problem is None and current.size > stored.size:
         write_atomically(path, note)
     return problem
 
 
-def check_witness(
-    url: str, directory: Path, policy: Policy, *, client: httpx.Client | None = None
-) -> Problem | None:
-    """Compare the mirror's checkpoint with the latest one a witness holds for its origin
-    (C2SP tlog-witness's monitoring endpoint, `<url>/<sha256(origin)>/checkpoint`): a
-    witness that cosigned a larger tree than the mirror offers is `log_rollback`, one of
-    the same size with another root, or not a prefix of the mirror's tree,
-    `checkpoint_equivocation`. Only the log's signature is required on the witness's copy:
-    it proves the log reached that size. A witness holding nothing for the origin: None.
-    Raises `WitnessUnreachable` when the witness cannot be read."""
-    log = LogDirectory(directory)
-    note = log.checkpoint_note()
-    if note is None:
-        return None
-    current = policy.verify_checkpoint(note).checkpoint
-    digest = hashlib.sha256(current.origin.encode()).hexdigest()
-    address = f"{url.rstrip('/')}/{digest}/checkpoint"
+WitnessReader = Callable[[str, str], "bytes | None"]
+"""`read(url, origin)`: the latest checkpoint note a witness holds for `origin` (None when
+it holds none), or `WitnessUnreachable`."""
+
+
+def read_witness_http(
+    url: str, origin: str, *, client: httpx.Client | None = None, timeout: float = 10.0
+) -> bytes | None:
+    """GET C2SP tlog-witness's monitoring endpoint, `<url>/<sha256(origin)>/checkpoint`:
+    the note (200), None (404: nothing for that origin), else `WitnessUnreachable`."""
+    address = f"{url.rstrip('/')}/{checkpoint_path(origin)}"
     try:
         if client is None:
-            with httpx.Client(timeout=10.0) as own:
+            with httpx.Client(timeout=timeout) as own:
                 answer = own.get(address)
         else:
             answer = client.get(address)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise WitnessUnreachable(f"cannot read {address}: {exc}") from None
     if answer.status_code == 404:
         return None
     if answer.status_code != 200:
         raise WitnessUnreachable(f"{address} answered {answer.status_code}")
-    held_note = answer.content
+    return answer.content
+
+
+def check_witness(
+    url: str,
+    directory: Path,
+    policy: Policy,
+    *,
+    client: httpx.Client | None = None,
+    read: WitnessReader | None = None,
+) -> Problem | None:
+    """Compare the mirror's checkpoint with the latest one a witness holds for its origin
+    (read with `read`, by default over HTTP with `client`). None when the mirror extends
+    it, or the witness holds nothing; see `compare_with_witness`. Raises
+    `WitnessUnreachable` when the witness cannot be read."""
+    log = LogDirectory(directory)
+    note = log.checkpoint_note()
+    if note is None:
+        return None
+    current = policy.verify_checkpoint(note).checkpoint
+    reader = read or (lambda u, o: read_witness_http(u, o, client=client))
+    held_note = reader(url, current.origin)
+    if held_note is None:
+        return None
+    return compare_with_witness(url, held_note, policy, note, current, log.tiles)
+
+
+def compare_with_witness(
+    url: str,
+    held_note: bytes,
+    policy: Policy,
+    note: bytes,
+    current: Checkpoint,
+    tiles: Mapping[str, bytes],
+) -> Problem | None:
+    """A log's checkpoint (`note`, trusted, with its `tiles`) against the one a witness
+    holds: a witness that cosigned a larger tree than the log offers is `log_rollback`,
+    one of the same size with another root, or not a prefix of the log's tree,
+    `checkpoint_equivocation`. Only the log's signature is required on the witness's copy:
+    it proves the log reached that size."""
     try:
         held = open_checkpoint(held_note, [entry.verifier for entry in policy.logs]).checkpoint
     except TlogError as exc:
@@ -211,18 +298,18 @@ def check_witness(
         return Problem(
             None, "checkpoint_untrusted", f"the witness {url} serves another origin, {held.origin}"
         )
-    return _compare(log, note, current, held_note, held, f"the witness {url} cosigned")
+    return _compare(tiles, note, current, held_note, held, f"the witness {url} cosigned")
 
 
 def _compare(
-    log: LogDirectory,
+    tiles: Mapping[str, bytes],
     note: bytes,
     current: Checkpoint,
     other_note: bytes,
     other: Checkpoint,
     who: str,
 ) -> Problem | None:
-    """`current` (the mirror's) against the checkpoint `who` saw: rollback, equivocation
+    """`current` (the log's) against the checkpoint `who` saw: rollback, equivocation
     (with both notes as evidence), or None when `current` extends it."""
     if other.size > current.size:
         return Problem(
@@ -235,7 +322,7 @@ def _compare(
             if other.root != current.root:
                 raise LogProofInvalid("equal sizes with different roots")
         elif other.size > 0:
-            read = TileHashReader(log.tiles, current.size)
+            read = TileHashReader(tiles, current.size)
             proof = prove_consistency(other.size, current.size, read)
             verify_consistency(other.size, current.size, proof, other.root, current.root)
     except TlogError as exc:

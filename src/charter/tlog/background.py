@@ -28,9 +28,11 @@ from collections.abc import Callable, Iterator, MutableSequence
 from contextlib import contextmanager
 from multiprocessing.context import SpawnContext
 
+import httpx
+
 from charter.tlog.config import LogSettings
-from charter.tlog.logdir import LogDirectory
 from charter.tlog.metrics import FIELDS, FIGURES
+from charter.tlog.policy import Policy
 from charter.tlog.sequencer import Sequencer
 from charter.tlog.witnessing import WitnessPublisher, load_policy
 
@@ -58,11 +60,12 @@ def _supervise(sequencer: Sequencer, stop: threading.Event) -> bool:
 def configured_sequencer(url: str, settings: LogSettings) -> Iterator[Sequencer]:
     """The sequencer the settings describe: witnessed when its policy has a quorum."""
     signer = settings.signer()
-    log = LogDirectory(settings.directory)
+    log = settings.log_directory()
     policy = load_policy(settings.policy_path, signer.verifier())
-    publisher = (
-        None if policy is None else WitnessPublisher(policy, log, timeout=settings.witness_timeout)
-    )
+    publisher = None
+    if policy is not None:
+        timeout = settings.witness_timeout
+        publisher = WitnessPublisher(policy, log, timeout=timeout, routes=_local(policy, timeout))
     try:
         yield Sequencer(
             url,
@@ -77,6 +80,18 @@ def configured_sequencer(url: str, settings: LogSettings) -> Iterator[Sequencer]
     finally:
         if publisher is not None:
             publisher.close()
+
+
+def _local(policy: Policy, timeout: float) -> dict[str, tuple[httpx.AsyncClient, str]]:
+    """The policy's local witnesses (`file:` URLs), each reached through its own app in
+    this process: the sequencer's process is where the log meets its witnesses."""
+    from charter.witness.local import LOCAL_BASE_URL, is_local, local_witness_client
+
+    return {
+        w.name: (local_witness_client(w.url, timeout), LOCAL_BASE_URL)
+        for w in policy.witnesses.values()
+        if w.url and is_local(w.url)
+    }
 
 
 @contextmanager

@@ -30,7 +30,7 @@ from charter.core.timefmt import TimeFormatError, parse_rfc3339
 from charter.db.database import Conn
 from charter.db.queries import query
 from charter.engine.evidence import EventRow, Evidence, Problem
-from charter.tlog.checkpoint import Checkpoint
+from charter.tlog.checkpoint import Checkpoint, open_checkpoint
 from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.errors import (
     CheckpointUntrusted,
@@ -242,6 +242,45 @@ def _against_trusted(trust_dir: Path, proof: TlogProof, checkpoint: Checkpoint) 
             f"{proof.checkpoint.decode(errors='replace')}",
         )
     ]
+
+
+def bundle_checkpoint(bundle: JsonValue) -> bytes:
+    """The checkpoint note the bundle's log proof is against (the proof must parse)."""
+    member = _member(bundle)
+    if member is None or member.proof is None:
+        raise LogProofInvalid("the bundle carries no log proof")
+    return TlogProof.parse(member.proof).checkpoint
+
+
+def compare_bundle_with_witness(
+    url: str, held_note: bytes, policy: Policy, note: bytes
+) -> Problem | None:
+    """A bundle's checkpoint (`note`, already trusted) against the latest one a witness
+    holds: the same size with another root is a fork of the log itself
+    (`checkpoint_equivocation`). A larger tree is the log moving on; whether it extends
+    the bundle's needs the tiles (`charter verify --log` against a mirror)."""
+    bundled = Checkpoint.parse(parse_note(note).text)
+    try:
+        held = open_checkpoint(held_note, [log.verifier for log in policy.logs]).checkpoint
+    except TlogError as exc:
+        return Problem(
+            None,
+            "checkpoint_untrusted",
+            f"the witness {url} serves a checkpoint the log did not sign: {exc.message}",
+        )
+    if held.origin != bundled.origin:
+        return Problem(
+            None, "checkpoint_untrusted", f"the witness {url} serves another origin, {held.origin}"
+        )
+    if held.size == bundled.size and held.root != bundled.root:
+        return Problem(
+            None,
+            "checkpoint_equivocation",
+            f"the bundle's checkpoint (size {bundled.size}) has another root than the one the"
+            f" witness {url} cosigned\n{held_note.decode(errors='replace')}\n"
+            f"{note.decode(errors='replace')}",
+        )
+    return None
 
 
 def _member(bundle: JsonValue) -> BundleLog | None:

@@ -1,6 +1,9 @@
 """Where the transparency log lives and what signs it, from the environment.
 
-    CHARTER_LOG_DIR        the log directory (default $CHARTER_HOME/log)
+    CHARTER_LOG_DIR        the log directory (default $CHARTER_HOME/log): what is
+                           published and mirrored, tiles and checkpoint only
+    CHARTER_LOG_STATE_DIR  the sequencer's own files (head index, halt, unpublished
+                           checkpoint, witness sizes; default `<CHARTER_LOG_DIR>-state`)
     CHARTER_LOG_KEY_FILE   the log's secret key, Go's PRIVATE+KEY+… text (default
                            $CHARTER_HOME/log-key/log.skey); never in the database, never
                            in the log directory (which is mirrored)
@@ -30,7 +33,8 @@ from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
 from charter.tlog.entry import SALT_SIZE
 from charter.tlog.errors import LogNotConfigured, MalformedKey
-from charter.tlog.note import Ed25519Signer
+from charter.tlog.logdir import LogDirectory
+from charter.tlog.note import Ed25519Signer, valid_name
 
 KEY_DIR = "log-key"
 
@@ -45,6 +49,7 @@ class LogSettings:
     gap_seconds: float = 60.0
     policy_file: Path | None = None  # None: charter.policy beside the key
     witness_timeout: float = 1.0
+    state_directory: Path | None = None  # None: `<directory>-state`
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LogSettings:
@@ -60,7 +65,12 @@ class LogSettings:
             gap_seconds=_seconds(env.get("CHARTER_LOG_GAP_SECONDS"), 60.0),
             policy_file=_path(env, "CHARTER_LOG_POLICY_FILE"),
             witness_timeout=_seconds(env.get("CHARTER_LOG_WITNESS_TIMEOUT"), 1.0),
+            state_directory=_path(env, "CHARTER_LOG_STATE_DIR"),
         )
+
+    def log_directory(self) -> LogDirectory:
+        """The log directory, with its state directory."""
+        return LogDirectory(self.directory, self.state_directory)
 
     @property
     def policy_path(self) -> Path:
@@ -94,6 +104,20 @@ class LogSettings:
         if len(salt) != SALT_SIZE:
             raise ConfigurationError(f"the log salt {self.salt_file} must be {SALT_SIZE} bytes")
         return salt
+
+
+def check_origin(origin: str) -> None:
+    """A log origin is a schema-less URL prefix (`charter.example.com/prod`): non-empty,
+    no spaces, no `+` (a note key name), and no scheme (`https://…` names a resource, not
+    a log: verifiers and witnesses match origins byte for byte)."""
+    if not valid_name(origin):
+        raise ConfigurationError("the origin must be non-empty, without spaces or '+'")
+    scheme, colon, rest = origin.partition(":")
+    if "://" in origin or (colon and scheme.isalpha() and not rest[:1].isdigit()):
+        raise ConfigurationError(
+            f"the origin must be a schema-less URL prefix such as charter.example.com/prod,"
+            f" not {origin!r}: drop the scheme"
+        )
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:

@@ -1,6 +1,6 @@
 """The sequencer's head index: for each process key, the last logged (seq, event hash, index).
 
-It lives beside the tiles (`state/heads.sqlite`), outside the database, because it is
+It lives in the log's state directory (`heads.sqlite`), outside the database, because it is
 what the sequencer checks the database against: the next event of a process must extend
 the head it logged. It records the tree size it reflects; on open it replays the entries
 beyond that size from the entry bundles, so a crash after a checkpoint write and before

@@ -3,8 +3,18 @@
     checkpoint                     the latest signed checkpoint (written last, atomically)
     tile/<L>/<N>[.p/<W>]           hash tiles
     tile/entries/<N>[.p/<W>]       entry bundles (88-byte charter-event/1 entries)
-    state/heads.sqlite[-wal,-shm]  the sequencer's head index (`charter.tlog.heads`)
-    state/halted                   why the sequencer halted, if it did (JSON)
+
+That directory is what gets published and mirrored, so it holds nothing else. The
+sequencer's own files live in a state directory beside it (`CHARTER_LOG_STATE_DIR`,
+default `<log directory>-state`), never copied by a mirror:
+
+    heads.sqlite[-wal,-shm]        the sequencer's head index (`charter.tlog.heads`)
+    halted                         why the sequencer halted, if it did (JSON)
+    unpublished                    a signed checkpoint still lacking its witness quorum
+    witness-sizes.json             the size each witness holds
+
+Earlier versions kept these under `state/` inside the log directory; the sequencer moves
+them out when it starts (`adopt_legacy_state`).
 
 Every file is written to a temporary name, fsynced, renamed into place and its directory
 fsynced, so a crash leaves either the old or the new file, never half of one. The
@@ -14,7 +24,9 @@ directory is the truth: the database only caches what it holds.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -26,8 +38,17 @@ from charter.tlog.note import parse_note
 from charter.tlog.tiles import TILE_WIDTH, NodeCache, Tile, decode_bundle
 
 CHECKPOINT = "checkpoint"
-HALTED = "state/halted"
-HEADS = "state/heads.sqlite"
+HALTED = "halted"
+HEADS = "heads.sqlite"
+UNPUBLISHED = "unpublished"
+WITNESS_SIZES = "witness-sizes.json"
+LEGACY_STATE = "state"  # the state's old place, inside the published directory
+logger = logging.getLogger("charter.log")
+
+
+def default_state_directory(root: Path) -> Path:
+    """Where a log directory's state lives unless configured: a sibling, `<root>-state`."""
+    return root.with_name(f"{root.name}-state")
 
 
 def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -87,8 +108,9 @@ class TileFiles(Mapping[str, bytes]):
 class LogDirectory:
     """One log directory: read its checkpoint and entries, write tiles and checkpoints."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, state: Path | None = None) -> None:
         self.root = root
+        self.state = state or default_state_directory(root)
         self.tiles = TileFiles(root)
         # Subtree hashes computed from these tiles: the sequencer clears it on each start.
         self.nodes = NodeCache()
@@ -147,18 +169,43 @@ class LogDirectory:
     def halted(self) -> dict[str, str] | None:
         """The halt the sequencer recorded ({"code", "message"}), or None."""
         try:
-            loaded = json.loads((self.root / HALTED).read_text("utf-8"))
+            loaded = json.loads((self.state / HALTED).read_text("utf-8"))
         except (FileNotFoundError, ValueError):
             return None
         return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else None
 
     def record_halt(self, code: str, message: str) -> None:
         data = json.dumps({"code": code, "message": message}).encode()
-        write_atomically(self.root / HALTED, data)
+        write_atomically(self.state / HALTED, data)
 
     def clear_halt(self) -> None:
-        (self.root / HALTED).unlink(missing_ok=True)
+        (self.state / HALTED).unlink(missing_ok=True)
 
     @property
     def heads_path(self) -> Path:
-        return self.root / HEADS
+        return self.state / HEADS
+
+    def adopt_legacy_state(self) -> int:
+        """Move the state an earlier version kept in `<root>/state/` to the state directory
+        (before anything opens it); returns how many files moved. File by file, skipping
+        names the state directory already has, so a crash halfway is finished next time."""
+        legacy = self.root / LEGACY_STATE
+        if not legacy.is_dir():
+            return 0
+        self.state.mkdir(parents=True, exist_ok=True)
+        moved = 0
+        for path in sorted(legacy.iterdir()):
+            target = self.state / path.name
+            if path.is_file() and not path.name.startswith(".") and not target.exists():
+                shutil.move(path, target)  # a rename, or a copy across file systems
+                moved += 1
+        shutil.rmtree(legacy)
+        if moved:
+            logger.info(
+                "moved %d state file(s) from %s to %s (outside the published directory)",
+                moved,
+                legacy,
+                self.state,
+                extra={"action": "log.state_moved"},
+            )
+        return moved

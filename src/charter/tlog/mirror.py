@@ -2,15 +2,16 @@
 
 The source is a log directory or the log's HTTP prefix (`…/v1/log/`). The source's
 checkpoint must satisfy the policy; every tile and entry bundle of its tree is checked
-against its root (full tiles the mirror already holds are read locally: they never
-change); the mirror's own previous checkpoint must be a prefix of the new tree (same
-root recomputed at the old size); no process key may have two entries for one seq. Only
-then are the new tiles written, and the checkpoint last.
+against its root (tiles the mirror already holds are read locally: no tile path ever
+changes); the mirror's own previous checkpoint must be a prefix of the new tree (same
+root recomputed at the old size); no process key may have two entries for one seq; and
+the caller's `witnessed` check (the source against what its witnesses cosigned) must
+pass. Only then are the new tiles written, and the checkpoint last.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,19 @@ class MirrorRollback(MirrorRefused):
     """The source log is smaller than this mirror."""
 
     code = "log_rollback"
+
+
+class MirrorUntrusted(MirrorRefused):
+    """A witness of the source serves a checkpoint the source's log did not sign."""
+
+    code = "checkpoint_untrusted"
+
+
+REFUSALS: dict[str, type[MirrorRefused]] = {
+    "log_rollback": MirrorRollback,
+    "checkpoint_untrusted": MirrorUntrusted,
+}
+"""A witness problem's code → the refusal it raises (else `MirrorRefused`)."""
 
 
 class MirrorEquivocation(MirrorRefused):
@@ -69,14 +83,15 @@ class HttpTiles(Mapping[str, bytes]):
 
 
 class _Merged(Mapping[str, bytes]):
-    """Full tiles from the mirror when it has them (immutable), all else from the source."""
+    """Tiles from the mirror when it has them (every tile path is immutable: a wider
+    partial tile is another path), all else from the source."""
 
     def __init__(self, local: Mapping[str, bytes], source: Mapping[str, bytes]) -> None:
         self._local = local
         self._source = source
 
     def __getitem__(self, key: str) -> bytes:
-        if ".p/" not in key and key in self._local:
+        if key in self._local:
             return self._local[key]
         return self._source[key]
 
@@ -87,6 +102,12 @@ class _Merged(Mapping[str, bytes]):
         return len(self._source)
 
 
+WitnessCheck = Callable[[bytes, Checkpoint, Mapping[str, bytes]], None]
+"""`check(note, checkpoint, tiles)`: compare the source's trusted checkpoint (and its
+tiles) with what witnesses cosigned; raise (a `MirrorRefused`, `WitnessUnreachable`) to
+refuse the copy."""
+
+
 @dataclass(frozen=True, slots=True)
 class MirrorResult:
     old_size: int
@@ -95,7 +116,11 @@ class MirrorResult:
 
 
 def mirror(
-    source: str, destination: Path, policy: Policy, token: str | None = None
+    source: str,
+    destination: Path,
+    policy: Policy,
+    token: str | None = None,
+    witnessed: WitnessCheck | None = None,
 ) -> MirrorResult:
     """Bring `destination` up to the source's checkpoint, or raise (nothing written)."""
     target = LogDirectory(destination)
@@ -105,16 +130,20 @@ def mirror(
             answer = client.get("checkpoint")
             if answer.status_code != 200:
                 raise LogNotConfigured(f"{source}checkpoint answered {answer.status_code}")
-            return _mirror(answer.content, HttpTiles(client), target, policy)
+            return _mirror(answer.content, HttpTiles(client), target, policy, witnessed)
     origin = LogDirectory(Path(source))
     note = origin.checkpoint_note()
     if note is None:
         raise LogNotConfigured(f"no checkpoint in {source}")
-    return _mirror(note, origin.tiles, target, policy)
+    return _mirror(note, origin.tiles, target, policy, witnessed)
 
 
 def _mirror(
-    note: bytes, source: Mapping[str, bytes], target: LogDirectory, policy: Policy
+    note: bytes,
+    source: Mapping[str, bytes],
+    target: LogDirectory,
+    policy: Policy,
+    witnessed: WitnessCheck | None,
 ) -> MirrorResult:
     checkpoint = policy.verify_checkpoint(note).checkpoint
     store = _Merged(target.tiles, source)
@@ -132,11 +161,13 @@ def _mirror(
     _check_no_equivocation(entries)
     if old is not None:
         _check_extends(old, checkpoint, store)
+    if witnessed is not None:
+        witnessed(note, checkpoint, store)
     files: dict[str, bytes] = {}
     for tile in tiles_for_size(checkpoint.size):
         paths = [tile.path()] + ([entry_bundle(tile).path()] if tile.level == 0 else [])
         for path in paths:
-            if path not in target.tiles or tile.partial:
+            if path not in target.tiles:
                 files[path] = store[path]
     target.write_tiles(files)
     target.write_checkpoint(note)

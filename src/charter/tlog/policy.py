@@ -32,6 +32,9 @@ from charter.tlog.errors import (
 from charter.tlog.note import Ed25519Verifier
 
 NONE = "none"
+LOCAL_WITNESS_SCHEME = "file:"
+"""A witness URL of this scheme names a witness's state directory on this host: reached
+in process (`charter.witness.local`), and not independent of the log."""
 _SEPARATORS = re.compile(r"[ \t]+")
 _THRESHOLD = re.compile(r"[1-9][0-9]*")
 
@@ -47,6 +50,10 @@ class PolicyWitness:
     name: str
     verifier: CosignatureVerifier
     url: str | None
+
+    @property
+    def local(self) -> bool:
+        return self.url is not None and self.url.startswith(LOCAL_WITNESS_SCHEME)
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,7 @@ def _try_receipt(database: Database, log: LogDirectory, event_hash: str) -> Rece
 
 async def wait_for_receipt(database: Database, event_hash: str, timeout: float) -> Receipt | None:
     """The event's index and tlog-proof once it is published, or None after `timeout`."""
-    log = LogDirectory(LogSettings.from_env().directory)
+    log = LogSettings.from_env().log_directory()
     if not log.exists():
         return None
     loop = asyncio.get_running_loop()

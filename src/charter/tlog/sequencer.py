@@ -10,7 +10,7 @@ with a code (`db_behind_log`, `log_behind_db`, `log_gap`, `log_queue_forged`,
 `log_behind_witness`): never silently, and never by skipping.
 
 A checkpoint, once signed, is offered to the witnesses until they publish it: a batch
-whose quorum failed is kept (in memory and as `state/unpublished` in the directory) and
+whose quorum failed is kept (in memory and as `unpublished` in the state directory) and
 the next tick offers the same signed checkpoint again instead of building a new batch.
 A log must never sign two inconsistent trees, and a witness may already hold this one
 (it cosigned before the quorum failed, or before a crash).
@@ -46,7 +46,7 @@ from charter.tlog.errors import (
     TlogError,
 )
 from charter.tlog.heads import Head, HeadIndex
-from charter.tlog.logdir import LogDirectory, write_atomically
+from charter.tlog.logdir import UNPUBLISHED, LogDirectory, write_atomically
 from charter.tlog.merkle import EMPTY_ROOT, tree_root
 from charter.tlog.metrics import FIGURES
 from charter.tlog.note import Ed25519Signer, parse_note
@@ -79,9 +79,6 @@ class TickResult:
     requeued: int = 0  # already-logged events re-offered, just dequeued
     deferred: int = 0
     size: int = 0
-
-
-UNPUBLISHED = "state/unpublished"  # the signed checkpoint offered to the witnesses
 
 
 @dataclass
@@ -183,6 +180,7 @@ class Sequencer:
 
     def start(self, conn: Conn) -> None:
         """Catch up after a restart (design "Restart reconciliation")."""
+        self._log.adopt_legacy_state()
         self._log.clear_halt()
         FIGURES.clear_halt()  # a restart is the operator's acknowledgement
         note = self._log.checkpoint_note()
@@ -235,7 +233,7 @@ class Sequencer:
     def _recover_unpublished(self, conn: Conn) -> _Unpublished | None:
         """The checkpoint signed before a restart and not yet published, with its batch
         rebuilt from the entry bundles: it is offered again before anything else."""
-        path = self._log.root / UNPUBLISHED
+        path = self._log.state / UNPUBLISHED
         try:
             note = path.read_bytes()
             checkpoint = Checkpoint.parse(parse_note(note).text)
@@ -372,7 +370,7 @@ class Sequencer:
             checkpoint = Checkpoint(self.origin, new_size, root)
             signed = sign_checkpoint(checkpoint, self._signer)
             if self._witnessed:  # kept before any witness may see it (see the module doc)
-                write_atomically(self._log.root / UNPUBLISHED, signed)
+                write_atomically(self._log.state / UNPUBLISHED, signed)
             unpublished = _Unpublished(batch, signed, checkpoint)
         try:
             note = self._publish(unpublished.note, unpublished.checkpoint, old_size)
@@ -382,6 +380,8 @@ class Sequencer:
         crash_point(LOG_AFTER_WITNESSES)
         self._log.write_checkpoint(note)
         self._unpublished = None
+        if self._witnessed:  # published: nothing to offer again (a crash first: see start)
+            (self._log.state / UNPUBLISHED).unlink(missing_ok=True)
         crash_point(LOG_AFTER_CHECKPOINT)
         return note, unpublished.checkpoint
 

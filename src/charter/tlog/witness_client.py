@@ -30,7 +30,8 @@ As Tessera's witness gateway does:
 
 Each witness gets `timeout` seconds in all: one that is down, slow or refuses costs its
 cosignature, never the call. Pass a long-lived `httpx.AsyncClient` to keep connections
-alive between checkpoints, as the spec recommends.
+alive between checkpoints, as the spec recommends. `routes` gives a witness (by policy
+name) a client and submission prefix of its own instead: a witness reached in process.
 """
 
 from __future__ import annotations
@@ -102,23 +103,21 @@ async def witness_checkpoint(
     *,
     client: httpx.AsyncClient | None = None,
     timeout: float = 1.0,
+    routes: Mapping[str, tuple[httpx.AsyncClient, str]] | None = None,
 ) -> Witnessed:
     """Send add-checkpoint to every witness of `policy` at once; see the module doc."""
     checkpoint = Checkpoint.parse(parse_note(note).text)
     shared = _SharedProofs(proof)
     own = client is None
     http = client or httpx.AsyncClient(timeout=timeout)
-    tasks = [
-        asyncio.create_task(
-            _bounded(
-                _Call(http, w.name, w.verifier, w.url or "", note, checkpoint, shared.get),
-                sizes.get(w.name, 0),
-                timeout,
-            )
-        )
-        for w in policy.witnesses.values()
-        if w.url
-    ]
+    routed = routes or {}
+    tasks = []
+    for w in policy.witnesses.values():
+        if not w.url:
+            continue
+        to, url = routed.get(w.name, (http, w.url))
+        call = _Call(to, w.name, w.verifier, url, note, checkpoint, shared.get)
+        tasks.append(asyncio.create_task(_bounded(call, sizes.get(w.name, 0), timeout)))
     replies: dict[str, WitnessReply] = {}
     pending: set[asyncio.Task[WitnessReply]] = set(tasks)
     try:

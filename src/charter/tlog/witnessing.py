@@ -17,7 +17,7 @@ cosigning witnesses meet the `quorum`, and the written note carries their cosign
   followed by new events), so no retry can succeed. When the quorum holds anyway, the
   refusal is only logged: one witness alone cannot stop the log.
 
-The size each witness holds is kept in `state/witness-sizes.json` in the log directory
+The size each witness holds is kept in `witness-sizes.json` in the log's state directory
 (written at most every SIZES_EVERY seconds and when the publisher closes), so a restart
 sends the right `old` size at once; a lost or stale file costs one 409 round trip per
 witness, which the client recovers from.
@@ -37,14 +37,13 @@ import httpx
 from charter.core.errors import ConfigurationError
 from charter.tlog.checkpoint import Checkpoint
 from charter.tlog.errors import CheckpointNotPublished, LogBehindWitness, MalformedPolicy
-from charter.tlog.logdir import LogDirectory, write_atomically
+from charter.tlog.logdir import WITNESS_SIZES, LogDirectory, write_atomically
 from charter.tlog.merkle import prove_consistency
 from charter.tlog.note import Ed25519Verifier
 from charter.tlog.policy import NONE, Policy, parse_policy
 from charter.tlog.tiles import TileHashReader
 from charter.tlog.witness_client import Witnessed, witness_checkpoint
 
-SIZES = "state/witness-sizes.json"
 SIZES_EVERY = 5.0  # seconds between writes of the sizes file
 logger = logging.getLogger("charter.log")
 
@@ -89,16 +88,20 @@ class WitnessPublisher:
         *,
         timeout: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        routes: Mapping[str, tuple[httpx.AsyncClient, str]] | None = None,
     ) -> None:
+        """`routes`: witnesses (by policy name) reached through a client of their own,
+        such as a local witness's in-process app; closed with the publisher."""
         self._policy = policy
         self._log = log
         self._timeout = timeout
-        self._sizes_path = log.root / SIZES
+        self._sizes_path = log.state / WITNESS_SIZES
         self.sizes: dict[str, int] = _read_sizes(self._sizes_path)
         self._clock = clock
         self._sizes_written = -SIZES_EVERY  # the first change is written at once
         self._loop = asyncio.new_event_loop()
         self._client = httpx.AsyncClient(timeout=timeout)
+        self._routes = dict(routes or {})
 
     def __call__(self, note: bytes, checkpoint: Checkpoint, old_size: int) -> bytes:
         result = self._loop.run_until_complete(
@@ -109,6 +112,7 @@ class WitnessPublisher:
                 self._proof(checkpoint.size),
                 client=self._client,
                 timeout=self._timeout,
+                routes=self._routes,
             )
         )
         self._keep_sizes(result.sizes)
@@ -171,6 +175,8 @@ class WitnessPublisher:
         if self.sizes != _read_sizes(self._sizes_path):
             self._write_sizes()
         self._loop.run_until_complete(self._client.aclose())
+        for client, _ in self._routes.values():
+            self._loop.run_until_complete(client.aclose())
         self._loop.close()
 
 

@@ -1,9 +1,12 @@
-"""Numbers from outside the log's HTTP routes and the witness are bounded before they are
-converted: a path, a size line or a header with thousands of digits is a 400 with the
-route's code, never a 500 (Python's int() refuses strings of more than 4,300 digits)."""
+"""The log's HTTP routes over a sequenced log directory, in process: every tile is served
+immutable, entry bundles gzip-compressed when the client accepts it; and numbers from
+outside (the log routes and the witness) are bounded before they are converted, so a
+path, a size line or a header with thousands of digits is a 400 with the route's code,
+never a 500 (Python's int() refuses strings of more than 4,300 digits)."""
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,35 +15,77 @@ from fastapi.testclient import TestClient
 
 from charter.api.app import create_app
 from charter.core.config import Settings
-from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+from charter.db.database import Role, connect
 from charter.tlog.config import LogSettings
 from charter.tlog.logdir import LogDirectory
-from charter.tlog.merkle import EMPTY_ROOT
 from charter.tlog.note import Ed25519Signer
+from charter.tlog.sequencer import Sequencer
 from charter.witness.server import create_witness_app
-from tests.integration.world import World, scratch_database
+from tests.integration.world import (
+    ONBOARDING,
+    World,
+    new_process_id,
+    onboarding_definition,
+    scratch_database,
+)
 from tests.unit.witnesskit import TestLog, make_witness
 
 HUGE = "9" * 5000
 ORIGIN = "charter.test/bounds"
 
 
+EVENTS = 3  # one partial tile of width 3 at each kind
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
 @pytest.fixture(scope="module")
 def api(
     pg_admin_url: str, template_database: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestClient]:
-    home = tmp_path_factory.mktemp("bounds")
+    home = tmp_path_factory.mktemp("routes")
     log = LogDirectory(home / "log")
-    log.write_checkpoint(
-        sign_checkpoint(Checkpoint(ORIGIN, 0, EMPTY_ROOT), Ed25519Signer.generate(ORIGIN))
-    )
     with scratch_database(pg_admin_url, template_database) as database:
-        app = create_app(database, engine=World(database).engine, settings=Settings())
+        world = World(database)
+        world.deploy(ONBOARDING, onboarding_definition())
+        world.actor("ada", "customer")
+        for _ in range(EVENTS):
+            world.submit("ada", "open", new_process_id(), None, input_={"name": "Ada"})
+        sequencer = Sequencer(database.url, log, Ed25519Signer.generate(ORIGIN), bytes(32))
+        with connect(database.url, Role.SEQUENCER) as conn:
+            sequencer.tick(conn)  # switches the queue on: the events are backfilled
+            sequencer.tick(conn)
+        sequencer.close()
+        assert log.size() == EVENTS
+        app = create_app(database, engine=world.engine, settings=Settings())
         app.state.log_settings = LogSettings(
             directory=log.root, key_file=home / "log.skey", salt_file=home / "log.salt", public=True
         )
         with TestClient(app) as client:
             yield client
+
+
+@pytest.mark.parametrize("path", [f"tile/0/000.p/{EVENTS}", f"tile/entries/000.p/{EVENTS}"])
+def test_partial_tiles_are_served_immutable(api: TestClient, path: str) -> None:
+    answer = api.get(f"/v1/log/{path}")
+    assert answer.status_code == 200
+    assert answer.headers["cache-control"] == IMMUTABLE
+
+
+def test_entry_bundles_are_gzipped_for_a_client_that_accepts_it(api: TestClient) -> None:
+    path = f"/v1/log/tile/entries/000.p/{EVENTS}"
+    plain = api.get(path, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    assert len(plain.content) == EVENTS * (2 + 88)
+    with api.stream("GET", path, headers={"Accept-Encoding": "gzip, br"}) as answer:
+        raw = b"".join(answer.iter_raw())
+        assert answer.headers["content-encoding"] == "gzip"
+        assert answer.headers["vary"] == "Accept-Encoding"
+    assert gzip.decompress(raw) == plain.content
+    refused = api.get(path, headers={"Accept-Encoding": "gzip;q=0"})
+    assert "content-encoding" not in refused.headers
+    # Hash tiles are random bytes: never compressed.
+    tile = api.get(f"/v1/log/tile/0/000.p/{EVENTS}", headers={"Accept-Encoding": "gzip"})
+    assert "content-encoding" not in tile.headers
 
 
 @pytest.mark.parametrize(
