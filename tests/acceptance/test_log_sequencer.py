@@ -138,7 +138,7 @@ def test_a_restored_backup_halts_the_sequencer_with_db_behind_log(
 
         heads = "SELECT id, seq FROM processes"
         with connect(world.url) as now, connect(restored) as then:
-            before = dict(then.execute(heads).fetchall())
+            before: dict[object, object] = {r[0]: r[1] for r in then.execute(heads)}
             moved = {(pid, seq) for pid, seq in now.execute(heads) if pid in before} - set(
                 before.items()
             )
