@@ -35,12 +35,12 @@ class LogWorld:
     home: Path
 
     def env(self, **extra: str) -> dict[str, str]:
-        return charter_env(
-            CHARTER_DATABASE_URL=self.url,
-            CHARTER_HOME=str(self.home),
-            CHARTER_LOG_BATCH_MS="20",
-            **extra,
-        )
+        settings = {
+            "CHARTER_DATABASE_URL": self.url,
+            "CHARTER_HOME": str(self.home),
+            "CHARTER_LOG_BATCH_MS": "20",
+        }
+        return charter_env(**(settings | extra))
 
     @property
     def settings(self) -> LogSettings:

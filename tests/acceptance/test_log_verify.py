@@ -299,3 +299,33 @@ def test_a_deleted_process_is_process_missing_with_its_index_range(world: LogWor
     assert code == 1
     assert _codes(report) == [(None, "process_missing")]
     assert report["log"]["missing"]["last_seq"] == 3
+
+
+def test_the_default_local_witness_cosigns_and_catches_a_rolled_back_directory(
+    world: LogWorld, tmp_path: Path
+) -> None:
+    import shutil
+
+    old = tmp_path / "old-log"
+    shutil.copytree(world.settings.directory, old)
+    _, _, process_id, _ = _chain(world, 2)
+    local = (world.home / "local-witness").resolve().as_uri()
+    policy, salt = str(world.settings.policy_path), str(world.settings.salt_file)
+
+    def auditor(log: Path, name: str) -> tuple[int, dict[str, Any]]:
+        env = world.env(CHARTER_HOME=str(tmp_path / name))  # no trust state of its own
+        done = run_charter(
+            "verify", process_id, "--log", str(log), "--policy", policy, "--salt", salt,
+            "--json", env=env,
+        )  # fmt: skip
+        return done.returncode, json.loads(done.stdout)
+
+    code, report = auditor(world.settings.directory, "a1")
+    assert code == 0, report
+    assert report["log"]["witnesses"] == ["local"]  # the published checkpoint is cosigned
+    assert report["log"]["witnesses_asked"] == [local]
+    code, report = auditor(old, "a2")
+    assert code == 1
+    assert (None, "log_rollback") in _codes(report)
+    status = json.loads(run_charter("log", "status", "--json", env=world.env()).stdout)
+    assert status["witnessing"]["mode"] == "local"

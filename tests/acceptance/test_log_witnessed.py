@@ -325,3 +325,115 @@ def test_a_rolled_back_log_directory_is_refused_by_the_witness_and_halts_the_seq
         assert list((w1.state / "refused").glob("*/inconsistent-*.json"))  # its evidence
     finally:
         drop_database(pg_admin_url, snapshot)
+
+
+def test_a_fresh_verifier_asks_the_policys_witnesses_by_default(
+    world: LogWorld, stack: list[WitnessProcess], tmp_path: Path
+) -> None:
+    from charter.tlog.checkpoint import sign_checkpoint
+    from charter.tlog.logdir import LogDirectory
+    from charter.tlog.merkle import leaf_hash, root_of
+    from charter.tlog.tiles import build_tiles
+
+    w1 = stack[0].start()
+    _require(world, [w1], 1)
+    actor, version, process_id = _events(world, 2)
+    sequencer = _sequencer(world)
+    try:
+        world.wait_drained(sequencer)
+    finally:
+        _stop(sequencer)
+    old = tmp_path / "old-log"  # a copy at size 2: what a rolled-back mirror shows
+    shutil.copytree(world.log.root, old)
+    _more(world, actor, version, process_id, 3)
+    sequencer = _sequencer(world)
+    try:
+        world.wait_drained(sequencer)
+    finally:
+        _stop(sequencer)
+    policy, salt = str(world.settings.policy_path), str(world.settings.salt_file)
+    auditors = iter(range(100))
+
+    def fresh(*args: str) -> tuple[int, dict[str, Any]]:
+        """`verify --json` by an auditor with no trust state of its own and no --witness."""
+        home = tmp_path / f"auditor-{next(auditors)}"
+        env = world.env(CHARTER_HOME=str(home))
+        done = run_charter("verify", *args, "--policy", policy, "--json", env=env)
+        assert done.stdout, done.stderr
+        return done.returncode, json.loads(done.stdout)
+
+    def codes(report: dict[str, Any]) -> list[str]:
+        return [p["code"] for p in report["problems"]]
+
+    log = str(world.log.root)
+    code, report = fresh(process_id, "--log", log, "--salt", salt)
+    assert (code, report["log"]["witnesses_asked"], report["log"]["offline"]) == (
+        0, [w1.url], False,
+    )  # fmt: skip
+    code, report = fresh(process_id, "--log", str(old), "--salt", salt)
+    assert code == 1
+    assert "log_rollback" in codes(report)
+
+    # A2 forks the log at the witnessed size; a policy that names the witness without
+    # requiring its cosignature still has it asked, and the fork shows.
+    forked = tmp_path / "forked"
+    shutil.copytree(world.log.root, forked)
+    size = world.log.size()
+    entries = [e.encode() for e in LogDirectory(forked).entries(0, size)]
+    entries[0] = entries[0][:-1] + bytes([entries[0][-1] ^ 1])
+    for path, data in build_tiles(entries).items():
+        (forked / path).write_bytes(data)
+    signer = world.settings.signer()
+    root = root_of([leaf_hash(e) for e in entries])
+    (forked / "checkpoint").write_bytes(
+        sign_checkpoint(Checkpoint(signer.name, size, root), signer)
+    )
+    monitored = tmp_path / "monitored.policy"
+    monitored.write_text(f"log {_log_vkey(world)}\nwitness w1 {w1.vkey} {w1.url}\nquorum none\n")
+    home = tmp_path / "auditor-fork"
+    done = run_charter(
+        "verify", process_id, "--log", str(forked), "--policy", str(monitored),
+        "--salt", salt, "--json", env=world.env(CHARTER_HOME=str(home)),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "checkpoint_equivocation" in codes(json.loads(done.stdout))
+
+    # A bundle is held against the witness too; a mirror refuses the rolled-back source.
+    exported = run_charter("export", process_id, env=world.env())
+    assert exported.returncode == 0, exported.stderr
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text(exported.stdout)
+    code, report = fresh("--bundle", str(bundle), "--no-replay")
+    assert (code, report["log"]["witnesses_asked"]) == (0, [w1.url]), report
+    mirror = tmp_path / "mirror"
+    refused = run_charter("log", "mirror", str(old), str(mirror), env=world.env())
+    assert refused.returncode == 3, refused.stderr
+    assert "log_rollback" in refused.stderr
+    assert not mirror.exists() or not any(mirror.iterdir())
+    copied = run_charter("log", "mirror", log, str(mirror), env=world.env())
+    assert copied.returncode == 0, copied.stderr
+    assert f"witnesses asked: {w1.url}" in copied.stdout
+
+    # The witness down: every check says so, unless --offline, which the report states.
+    w1.stop()
+    code, report = fresh(process_id, "--log", log, "--salt", salt)
+    assert code == 1
+    assert codes(report) == ["witness_unreachable"]
+    code, report = fresh(process_id, "--log", log, "--salt", salt, "--offline")
+    assert (code, report["log"]["offline"], report["log"]["witnesses_asked"]) == (0, True, [])
+    text = run_charter(
+        "verify", process_id, "--log", log, "--policy", policy, "--salt", salt, "--offline",
+        env=world.env(CHARTER_HOME=str(tmp_path / "auditor-text")),
+    ).stdout  # fmt: skip
+    assert "offline: no witness was asked" in text
+    code, report = fresh("--bundle", str(bundle), "--no-replay")
+    assert (code, codes(report)) == (1, ["witness_unreachable"])
+    code, report = fresh("--bundle", str(bundle), "--no-replay", "--offline")
+    assert (code, report["log"]["offline"]) == (0, True)
+    down = run_charter("log", "mirror", log, str(tmp_path / "mirror2"), env=world.env())
+    assert down.returncode == 1
+    assert "witness_unreachable" in down.stderr
+    offline = run_charter(
+        "log", "mirror", log, str(tmp_path / "mirror2"), "--offline", env=world.env()
+    )
+    assert offline.returncode == 0, offline.stderr

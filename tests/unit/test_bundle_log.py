@@ -248,3 +248,23 @@ def test_a_trusted_checkpoint_of_the_same_size_with_another_root_is_equivocation
     assert _codes(report) == [(None, "checkpoint_equivocation")]
     latest.write_bytes(_note(tree, W1))  # the same checkpoint: fine
     assert _verify(bundle, trust_dir=tmp_path)[0].ok
+
+
+def test_a_witness_holding_another_root_at_the_bundles_size_is_equivocation() -> None:
+    from charter.tlog.bundle_log import compare_bundle_with_witness
+
+    policy = parse_policy(f"log {LOG.verifier().vkey}\nquorum none\n")
+    bundled = Checkpoint(ORIGIN, 5, bytes([1]) * 32)
+    note = sign_checkpoint(bundled, LOG)
+    same = compare_bundle_with_witness("https://w", note, policy, note)
+    assert same is None
+    later = sign_checkpoint(Checkpoint(ORIGIN, 9, bytes([2]) * 32), LOG)
+    assert compare_bundle_with_witness("https://w", later, policy, note) is None
+    fork = sign_checkpoint(Checkpoint(ORIGIN, 5, bytes([3]) * 32), LOG)
+    problem = compare_bundle_with_witness("https://w", fork, policy, note)
+    assert problem is not None
+    assert problem.code == "checkpoint_equivocation"
+    stranger = sign_checkpoint(bundled, Ed25519Signer.generate(ORIGIN))
+    problem = compare_bundle_with_witness("https://w", stranger, policy, note)
+    assert problem is not None
+    assert problem.code == "checkpoint_untrusted"

@@ -170,6 +170,7 @@ def mirror(
     what the mirror held, no two entries for one seq, and what the witnesses cosigned.
     Exits 3 when the source is refused, 1 when a witness cannot be read."""
     from charter.cli.verify_log import Witnesses, default_policy, read_policy
+    from charter.tlog.errors import WitnessUnreachable
     from charter.tlog.mirror import MirrorRefused
     from charter.tlog.mirror import mirror as copy_log
 
@@ -183,5 +184,8 @@ def mirror(
     except MirrorRefused as exc:
         typer.echo(f"error: {exc.code}: {exc.message}", err=True)
         raise typer.Exit(HALT_EXIT) from None
+    except WitnessUnreachable as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(f"mirrored size {result.size} (was {result.old_size}), {result.written} files")
     typer.echo(asked.note())
