@@ -57,6 +57,10 @@ def test_the_card_says_how_far_the_process_is_logged(page: Page, logged: Logged)
     expect(card).to_contain_text(f"in the checkpoint of size {logged.size}.")
     expect(card).to_contain_text("1 newer event(s) not logged yet.")
     expect(card).to_contain_text("console.test/log")
+    # This log has no policy naming a witness: the card says what that cannot catch.
+    expect(card.locator("#log-witnessing")).to_have_text(
+        "Witnessing: no witness: a rollback or fork of the log is undetectable."
+    )
     page.goto(logged.base + "/console/processes/" + logged.unlogged)
     expect(page.locator("#log-logged")).to_have_text("Not logged yet.")
 

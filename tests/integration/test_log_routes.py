@@ -159,3 +159,13 @@ def test_a_huge_content_length_is_too_large(witness: tuple[TestClient, TestLog])
         "/add-checkpoint", content=log.request(0, 1), headers={"content-length": HUGE}
     )
     assert answer.status_code == 413
+
+
+def test_status_reports_a_log_without_witness_as_undetectable(api: TestClient) -> None:
+    status = api.get("/v1/log/status").json()
+    assert status["size"] == EVENTS
+    assert status["witnessing"] == {
+        "mode": "none",
+        "witnesses": [],
+        "warning": "no witness: a rollback or fork of the log is undetectable",
+    }

@@ -40,8 +40,10 @@ def status(
     """List every migration and whether it is applied."""
     with database_url(Settings.from_env()) as url, connect(url) as conn:
         rows = migration_status(conn)
+    log = _log_witnessing()
     if as_json:
-        typer.echo(json.dumps({"migrations": [_status_json(row) for row in rows]}, indent=2))
+        report = {"migrations": [_status_json(row) for row in rows], "log": log}
+        typer.echo(json.dumps(report, indent=2))
         return
     table = Table("version", "name", "applied at", "note")
     pending = 0
@@ -62,6 +64,19 @@ def status(
     console = Console()
     console.print(table)
     console.print(f"{len(rows) - pending} applied, {pending} pending")
+    if log is not None:
+        warning = f": {log['warning']}" if log["warning"] else ""
+        console.print(f"transparency log: witnessing {log['mode']}{warning}", markup=False)
+
+
+def _log_witnessing() -> dict[str, object] | None:
+    """How this deployment's transparency log is witnessed, or None without a log: a
+    deployment should not learn only from an incident that nothing can see a rollback."""
+    from charter.tlog.config import LogSettings
+    from charter.tlog.status import witnessing
+
+    settings = LogSettings.from_env()
+    return witnessing(settings.policy_path).to_json() if settings.configured else None
 
 
 def _status_json(row: MigrationStatus) -> dict[str, object]:

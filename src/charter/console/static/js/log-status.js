@@ -63,6 +63,13 @@ function render(status, count, logged) {
   }
   const witnesses = status.cosignatures === 1 ? "1 witness cosignature" : `${status.cosignatures} witness cosignatures`;
   lines.push(h("p", { class: "muted" }, `Log ${status.origin ?? "?"}: size ${status.size}, ${witnesses}, ${status.pending} event(s) queued.`));
+  const witnessing = status.witnessing;
+  if (witnessing?.warning) {
+    // No witness, or only one on this host: say what that cannot catch.
+    lines.push(h("p", { class: "error", id: "log-witnessing" }, `Witnessing: ${witnessing.warning}.`));
+  } else if (witnessing) {
+    lines.push(h("p", { class: "muted", id: "log-witnessing" }, `Witnessed by ${witnessing.witnesses.join(", ")}.`));
+  }
   if (status.halted) lines.push(h("p", { class: "error", id: "log-halted" }, `The sequencer halted: ${status.halted}.`));
   return lines;
 }
