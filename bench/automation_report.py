@@ -21,7 +21,7 @@ def backlog_key(workers: int) -> str:
 
 @dataclass(frozen=True)
 class Sizes:
-    """The full run's sizes (the issue's anchors); QUICK is a smoke run."""
+    """The full run's sizes (the anchors the figures are quoted at); QUICK is a smoke run."""
 
     runs: int = 3
     samples: int = 300  # wake-up latency: automatic actions / jobs, one at a time

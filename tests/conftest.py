@@ -1,4 +1,5 @@
-"""Real-PostgreSQL fixtures at two speeds (STYLE §13).
+"""Real-PostgreSQL fixtures at two speeds: a migrated template database built once per session,
+cloned per module.
 
 The server is the one at 127.0.0.1:5432 when it answers (or CHARTER_TEST_ADMIN_URL),
 otherwise an embedded one started for the session. A template database is migrated

@@ -2,8 +2,8 @@
 
 httpx's timeouts are per phase and per socket operation, so a server that drips a byte
 every few hundred milliseconds never trips them and holds a client for as long as it
-likes. Charter's clients bound the whole call instead, like the seed's
-`AbortSignal.timeout(requestTimeoutMs)`:
+likes. Charter's clients bound the whole call instead, like a browser's
+`AbortSignal.timeout(ms)`:
 
 - async (`arequest`): `asyncio.timeout` around the request, which reads the body;
   cancellation reaches whatever phase the call is in;

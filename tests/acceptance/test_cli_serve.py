@@ -1,4 +1,4 @@
-"""`charter serve` and `charter worker` as separate real processes (DESIGN §8): the API
+"""`charter serve` and `charter worker` as separate real processes (docs/operations.md): the API
 alone accepts a signed event and leaves its automatic action pending; a worker process
 beside it fires that action. `serve` refuses a database that is not migrated."""
 

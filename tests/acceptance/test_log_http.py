@@ -1,5 +1,5 @@
 """`charter serve` with a log configured: it sequences (in a child process) and serves
-the log's checkpoint, tiles, proofs and status from the log directory (design §1b.4)."""
+the log's checkpoint, tiles, proofs and status from the log directory."""
 
 from __future__ import annotations
 

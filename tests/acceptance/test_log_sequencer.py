@@ -1,4 +1,5 @@
-"""The sequencer as a real process against real PostgreSQL (design §1b.10, tests 2, 3, 5)."""
+"""The sequencer as a real process against real PostgreSQL: concurrent writers, kill -9 at each
+crash point, restores."""
 
 from __future__ import annotations
 

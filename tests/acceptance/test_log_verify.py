@@ -1,5 +1,6 @@
-"""`charter verify --log`: what the log catches that the chain alone cannot (design §1b.10,
-tests 4 and 6), with a real sequencer, real PostgreSQL and the CLI as a user runs it."""
+"""`charter verify --log`: what the log catches that the chain alone cannot
+(a deleted tail, a restored backup, a fork), with a real sequencer, real PostgreSQL and the CLI as
+a user runs it."""
 
 from __future__ import annotations
 

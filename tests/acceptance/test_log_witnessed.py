@@ -1,6 +1,6 @@
-"""The sequencer publishing through real `charter witness serve` processes (design §1b.3
-step 4, §1b.10 test 8): checkpoints only with the quorum's cosignatures, nothing new
-while the quorum is out of reach, the same signed checkpoint offered again across a
+"""The sequencer publishing through real `charter witness serve` processes:
+checkpoints only with the quorum's cosignatures, nothing new while the quorum is out of
+reach, the same signed checkpoint offered again across a
 restart, and a rolled-back log directory halting the sequencer."""
 
 from __future__ import annotations
@@ -283,7 +283,7 @@ def test_a_rolled_back_log_directory_is_refused_by_the_witness_and_halts_the_seq
         assert halted.returncode == 3
         assert "log_behind_db" in halted.stderr
         # A verifier shown the restored directory (a mirror rolled back with it) and
-        # asking the witness learns the log went further (design §1b.10 test 8).
+        # asking the witness learns the log went further.
         code, report = _verify(
             world, process_id, "--log", str(world.log.root),
             "--policy", str(world.settings.policy_path), "--witness", w1.url,

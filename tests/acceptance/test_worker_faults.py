@@ -1,5 +1,6 @@
 """The automation worker as real `charter worker` processes, under concurrency and faults
-(DESIGN §6.4, §10): racing workers, kill -9 mid-batch, a PostgreSQL restart, a lost
+(docs/automation.md and docs/architecture.md): racing workers, kill -9 mid-batch, a PostgreSQL
+restart, a lost
 notification, a worker paused inside its batch, a locked process, a graceful SIGTERM,
 and the refusal to start without the right key.
 

@@ -1,5 +1,6 @@
 """Admission on real PostgreSQL: cron occurrences and webhook deliveries become pending
-runs, once per occurrence (DESIGN §7, §10; second seed axiom 23)."""
+runs, once per occurrence (docs/automations.md and docs/architecture.md; docs/machines.md, rule
+3)."""
 
 from __future__ import annotations
 
@@ -280,7 +281,7 @@ def test_concurrent_ticks_never_admit_an_occurrence_twice(database_url: str) -> 
 
 
 def test_an_unclaimed_run_survives_a_new_database_object(database_url: str) -> None:
-    """Axiom 23: the ledger is the offline queue. Runs admitted and committed through one
+    """Rule 3: the ledger is the offline queue. Runs admitted and committed through one
     Database are there, pending, for a fresh one (no process memory involved)."""
     principal = new_principal()
     with connect(database_url) as setup:

@@ -1,4 +1,4 @@
-"""The engine endpoints of DESIGN §8: shapes, workflows, actors, metrics, OpenAPI."""
+"""The engine endpoints of docs/api.md: shapes, workflows, actors, metrics, OpenAPI."""
 
 from __future__ import annotations
 

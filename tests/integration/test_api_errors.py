@@ -1,5 +1,5 @@
-"""Every error code of DESIGN §5 provoked over HTTP: status, code, one system_log row with
-that code, and no other change to processes, events or work rows."""
+"""Every error code of docs/architecture.md provoked over HTTP: status, code, one system_log row
+with that code, and no other change to processes, events or work rows."""
 
 from __future__ import annotations
 

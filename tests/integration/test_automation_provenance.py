@@ -1,5 +1,5 @@
 """Fired-event provenance: the engine checks `input.meta.automation` against its work row
-(first seed, "Fired event provenance"; DESIGN §6.4; Task 6)."""
+(docs/automation.md, "Provenance")."""
 
 from __future__ import annotations
 
@@ -184,7 +184,7 @@ def test_non_automation_actor_sending_meta_automation_is_reserved_field(
 def test_non_automation_actor_setting_meta_automation_at_all_is_reserved_field(
     world: World, meta_automation: Any
 ) -> None:
-    # The seed reserves the field: a human may not set it, whatever the value.
+    # The field is reserved: a human may not set it, whatever the value.
     pid = new_process_id()
     opened = world.submit("ada", "open", pid, None, input_={"name": "Ada"})
     submission = world.signed(

@@ -1,4 +1,4 @@
-"""Automation semantics from the audit (DESIGN §6.2, §6.4): bounded cascades of
+"""Automation semantics from the audit (docs/automation.md): bounded cascades of
 automatic actions, a retry budget per occurrence, broken downstream templates that fail
 their own row and not the event, and the engine refusing a firing before it is due."""
 

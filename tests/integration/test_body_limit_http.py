@@ -1,5 +1,5 @@
 """The 2 MiB body limit over real HTTP (uvicorn on a free port): decided for every request
-before routing, routing headers, tokens or paths are looked at (DESIGN §8), with or
+before routing, routing headers, tokens or paths are looked at (docs/api.md), with or
 without a Content-Length, and a body within the limit reaches the route intact."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The worker's SECURITY DEFINER bookkeeping functions (migration 0007; DESIGN §6.3):
+"""The worker's SECURITY DEFINER bookkeeping functions (migration 0007; docs/automation.md):
 claims with leases and SKIP LOCKED, results per lane, lease tokens, and proof that they
 touch nothing but work rows."""
 

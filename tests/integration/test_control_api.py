@@ -1,6 +1,6 @@
 """The automations control API: every endpoint, scopes, principal isolation, cursor
 pagination, schedule budgets, write-only webhook secrets, plan validation, manual runs
-with an immutable plan snapshot (axiom 20), and the run ledger."""
+with an immutable plan snapshot (docs/machines.md, rule 1), and the run ledger."""
 
 from __future__ import annotations
 
@@ -592,7 +592,7 @@ def test_a_manual_trigger_admits_a_pending_run_with_the_plan_snapshot(api: Api) 
     )
 
 
-def test_axiom_20_changing_the_plan_does_not_change_an_admitted_run(api: Api) -> None:
+def test_rule_1_changing_the_plan_does_not_change_an_admitted_run(api: Api) -> None:
     automation_id = api.with_plan()
     run = api.ok("POST", f"/v1/automations/{automation_id}/runs", {}, 201)
     api.ok("PUT", f"/v1/automations/{automation_id}/plan", OTHER_PLAN)

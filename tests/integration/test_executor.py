@@ -1,5 +1,6 @@
 """The executor against the real API (in-process) and database: the step journal of
-axioms 20 and 24-27, lease renewal, cancellation, retries and the shipped action hosts."""
+the rules of docs/machines.md (1, 2 and 4 to 7), lease renewal, cancellation, retries and the
+shipped action hosts."""
 
 from __future__ import annotations
 
@@ -211,10 +212,10 @@ async def test_the_loop_claims_executes_and_stops(
     assert await runner.run(asyncio.Event(), once=True) == 0
 
 
-# --- axioms ----------------------------------------------------------------------------
+# --- the rules ----------------------------------------------------------------------------
 
 
-async def test_axiom_20_the_executor_runs_the_snapshot_not_the_current_plan(
+async def test_rule_1_the_executor_runs_the_snapshot_not_the_current_plan(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     from charter.db.database import connect
@@ -236,7 +237,7 @@ async def test_axiom_20_the_executor_runs_the_snapshot_not_the_current_plan(
 
 
 @pytest.mark.parametrize("start", [False, True], ids=["claim", "claim-and-start"])
-async def test_axiom_21_an_action_without_a_host_fails_the_run_before_any_step(
+async def test_rule_2_an_action_without_a_host_fails_the_run_before_any_step(
     harness: Harness, http: httpx.AsyncClient, start: bool
 ) -> None:
     machine, run_id = setup(
@@ -317,7 +318,7 @@ async def test_an_action_past_the_step_time_limit_is_cancelled_and_fails_the_run
     assert host.steps() == [1]
 
 
-async def test_axiom_24_a_resumed_run_never_invokes_a_completed_step_again(
+async def test_rule_4_a_resumed_run_never_invokes_a_completed_step_again(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     first, run_id = setup(harness)
@@ -339,7 +340,7 @@ async def test_axiom_24_a_resumed_run_never_invokes_a_completed_step_again(
     assert run_row(harness.database, run_id)["output"] == {"echo": {"n": 3}}
 
 
-async def test_axiom_25_the_lease_is_renewed_while_an_action_runs(
+async def test_rule_5_the_lease_is_renewed_while_an_action_runs(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     machine, run_id = setup(harness)
@@ -365,7 +366,7 @@ async def test_axiom_25_the_lease_is_renewed_while_an_action_runs(
     assert journal(harness.database, run_id)["one"].output == {"renewed": 3}
 
 
-async def test_axiom_25_a_failed_renewal_cancels_the_action_and_stops_advancing(
+async def test_rule_5_a_failed_renewal_cancels_the_action_and_stops_advancing(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     first, run_id = setup(harness)
@@ -395,7 +396,7 @@ async def test_axiom_25_a_failed_renewal_cancels_the_action_and_stops_advancing(
     assert host.steps() == [1, 1, 2, 3]
 
 
-async def test_axiom_25_an_action_ignoring_cancellation_is_cancelled_after_the_grace(
+async def test_rule_5_an_action_ignoring_cancellation_is_cancelled_after_the_grace(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     machine, run_id = setup(harness)
@@ -419,7 +420,7 @@ async def test_axiom_25_an_action_ignoring_cancellation_is_cancelled_after_the_g
     assert journal(harness.database, run_id)["one"].status == "running"
 
 
-async def test_axiom_26_every_retry_of_a_step_presents_the_same_key(
+async def test_rule_6_every_retry_of_a_step_presents_the_same_key(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     machine, run_id = setup(harness)
@@ -440,7 +441,7 @@ async def test_axiom_26_every_retry_of_a_step_presents_the_same_key(
     assert host.keys(1) == [idempotency_key(run_id, "one")]
 
 
-async def test_axiom_27_a_transient_failure_releases_with_a_bounded_retry_and_keeps_outputs(
+async def test_rule_7_a_transient_failure_releases_with_a_bounded_retry_and_keeps_outputs(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     machine, run_id = setup(harness)
@@ -467,7 +468,7 @@ async def test_axiom_27_a_transient_failure_releases_with_a_bounded_retry_and_ke
     assert host.steps() == [1, 2, 2, 3]  # step one kept its output, never ran again
 
 
-async def test_axiom_27_transient_failures_fail_the_run_after_max_attempts(
+async def test_rule_7_transient_failures_fail_the_run_after_max_attempts(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     machine, run_id = setup(harness)
@@ -496,7 +497,7 @@ async def test_axiom_27_transient_failures_fail_the_run_after_max_attempts(
         httpx.UnsupportedProtocol("no such scheme"),
     ],
 )
-async def test_axiom_27_a_deterministic_error_fails_the_run(
+async def test_rule_7_a_deterministic_error_fails_the_run(
     harness: Harness, http: httpx.AsyncClient, error: Exception
 ) -> None:
     machine, run_id = setup(harness)
@@ -517,7 +518,7 @@ async def test_axiom_27_a_deterministic_error_fails_the_run(
     assert host.steps() == [1, 2]
 
 
-async def test_axiom_27_an_invalid_plan_snapshot_fails_the_run(
+async def test_rule_7_an_invalid_plan_snapshot_fails_the_run(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
     # The database checks only the shape of steps; the snapshot is validated on use.
@@ -567,7 +568,7 @@ async def test_a_stopping_machine_releases_the_run_between_steps(
     assert journal(harness.database, run_id)["one"].output == "done"
 
 
-# --- a target's answers: only a step's `retry.on` retries them (axiom 27) --------------
+# --- a target's answers: only a step's `retry.on` retries them (rule 7) --------------
 
 
 @dataclass
@@ -617,7 +618,7 @@ def http_executor(harness: Harness, api: MachineClient, target: Target) -> RunEx
         (503, {"on": ["http_429"]}),
     ],
 )
-async def test_axiom_27_a_target_answering_5xx_or_429_fails_the_run_unless_opted_in(
+async def test_rule_7_a_target_answering_5xx_or_429_fails_the_run_unless_opted_in(
     harness: Harness, http: httpx.AsyncClient, status: int, retry: JsonValue
 ) -> None:
     machine, run_id = http_setup(harness, retry)

@@ -1,4 +1,5 @@
-"""The first seed's guard rules, each with a test. Several are proven at length
+"""The engine's guard rules (no edit, delete or reorder, the chain never breaks, the
+engine is the chokepoint, ...), each with a test. Several are proven at length
 elsewhere; this module names where, and holds the ones that live nowhere else.
 
 | rule | proof |

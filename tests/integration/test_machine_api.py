@@ -1,6 +1,6 @@
 """The machine API over HTTP: registration, DPoP, claims, leases and the step journal.
 
-Axioms 20 and 23-28 of the second seed each have a named test here (the executor's
+The rules of docs/machines.md each have a named test here (the executor's
 side of them is in test_executor.py).
 """
 
@@ -460,10 +460,10 @@ def test_renewal_with_a_wrong_token_or_by_another_machine_is_refused(harness: Ha
     assert machine.run(run_id, "lease", token=token, lease_seconds=100000).status_code == 400
 
 
-# --- the axioms ------------------------------------------------------------------------
+# --- the rules ------------------------------------------------------------------------
 
 
-def test_axiom_20_a_run_keeps_the_plan_snapshot_it_was_admitted_with(harness: Harness) -> None:
+def test_rule_1_a_run_keeps_the_plan_snapshot_it_was_admitted_with(harness: Harness) -> None:
     target = new_target()
     machine = register(harness, target)
     automation = create_automation(harness.database, target=target)
@@ -487,7 +487,7 @@ def test_axiom_20_a_run_keeps_the_plan_snapshot_it_was_admitted_with(harness: Ha
     assert error_code(response) == "unknown_step"
 
 
-def test_axiom_23_an_unclaimed_run_waits_in_the_ledger(harness: Harness) -> None:
+def test_rule_3_an_unclaimed_run_waits_in_the_ledger(harness: Harness) -> None:
     target = new_target()
     run = admit(harness.database, create_automation(harness.database, target=target), harness)
     fake(harness).advance(days=3)
@@ -514,7 +514,7 @@ def test_an_unclaimed_run_survives_a_restart_of_the_service(
     assert claim["run"]["id"] == str(run.id)
 
 
-def test_axiom_24_completed_step_never_invoked_again(harness: Harness) -> None:
+def test_rule_4_completed_step_never_invoked_again(harness: Harness) -> None:
     machine, run_id = setup_run(harness)
     token = lease_of(machine.claimed())
     # In order: "two" cannot start before "one" is completed.
@@ -550,7 +550,7 @@ def test_axiom_24_completed_step_never_invoked_again(harness: Harness) -> None:
     assert done.json()["run"]["output"] == "three"
 
 
-def test_axiom_25_a_step_starts_only_under_a_confirmed_lease(harness: Harness) -> None:
+def test_rule_5_a_step_starts_only_under_a_confirmed_lease(harness: Harness) -> None:
     machine, run_id = setup_run(harness)
     token = lease_of(machine.claimed())
     fake(harness).advance(31)
@@ -565,7 +565,7 @@ def test_axiom_25_a_step_starts_only_under_a_confirmed_lease(harness: Harness) -
     assert run_row(harness.database, run_id)["status"] == "running"
 
 
-def test_axiom_26_one_stable_idempotency_key_per_run_step(harness: Harness) -> None:
+def test_rule_6_one_stable_idempotency_key_per_run_step(harness: Harness) -> None:
     machine, run_id = setup_run(harness)
     token = lease_of(machine.claimed())
     first = machine.step(run_id, "one", "start", token=token).json()["step"]
@@ -586,7 +586,7 @@ def test_axiom_26_one_stable_idempotency_key_per_run_step(harness: Harness) -> N
     assert idempotency_key(other_run, "one") != first["idempotency_key"]
 
 
-def test_axiom_27_transient_release_keeps_outputs_with_a_bounded_retry(harness: Harness) -> None:
+def test_rule_7_transient_release_keeps_outputs_with_a_bounded_retry(harness: Harness) -> None:
     machine, run_id = setup_run(harness)
     token = lease_of(machine.claimed())
     machine.step(run_id, "one", "start", token=token)
@@ -614,7 +614,7 @@ def test_axiom_27_transient_release_keeps_outputs_with_a_bounded_retry(harness: 
     assert [e["step_id"] for e in again["journal"] if e["status"] == "completed"] == ["one"]
 
 
-def test_axiom_27_a_retry_time_in_the_past_is_now(harness: Harness) -> None:
+def test_rule_7_a_retry_time_in_the_past_is_now(harness: Harness) -> None:
     machine, run_id = setup_run(harness)
     token = lease_of(machine.claimed())
     past = datetime(2000, 1, 1, tzinfo=UTC).isoformat()
@@ -622,7 +622,7 @@ def test_axiom_27_a_retry_time_in_the_past_is_now(harness: Harness) -> None:
     assert parse_rfc3339(run["retry_at"]) == harness.clock.now()
 
 
-def test_axiom_27_deterministic_errors_are_terminal(harness: Harness) -> None:
+def test_rule_7_deterministic_errors_are_terminal(harness: Harness) -> None:
     machine, run_id = setup_run(harness)
     token = lease_of(machine.claimed())
     machine.step(run_id, "one", "start", token=token)
@@ -638,7 +638,7 @@ def test_axiom_27_deterministic_errors_are_terminal(harness: Harness) -> None:
     assert machine.run(run_id, "release", token=token, error="x").status_code == 409
 
 
-def test_axiom_28_only_a_machine_of_the_selected_target_and_principal_claims(
+def test_rule_8_only_a_machine_of_the_selected_target_and_principal_claims(
     harness: Harness,
 ) -> None:
     target = new_target()
@@ -666,7 +666,7 @@ def test_axiom_28_only_a_machine_of_the_selected_target_and_principal_claims(
     assert str(harness.http.base_url) == ORIGIN
 
 
-def test_axiom_22_the_automations_service_owns_its_whole_path(harness: Harness) -> None:
+def test_rule_8_the_automations_service_owns_its_whole_path(harness: Harness) -> None:
     """Admission, claim, journal and completion touch only the automations tables: the
     governed engine owns none of that path (and it owns none of the engine's). The one
     bridge, the `charter.submit` action, goes through the public POST /v1/events."""

@@ -10,7 +10,13 @@ import pytest
 
 from charter.core.errors import MigrationError
 from charter.db.database import connect
-from charter.db.migrate import available_migrations, migrate, status
+from charter.db.migrate import (
+    REWORDED,
+    available_migrations,
+    migrate,
+    statements_checksum,
+    status,
+)
 from charter.db.snapshot import render_schema
 
 
@@ -98,3 +104,30 @@ def test_four_processes_migrating_at_once(empty_database_url: str) -> None:
     with connect(empty_database_url) as conn:
         rows = conn.execute("SELECT version FROM charter.schema_migrations ORDER BY 1").fetchall()
     assert [r[0] for r in rows] == list(range(1, total + 1))
+
+
+def test_a_database_migrated_before_a_comment_was_reworded_still_matches(
+    empty_database_url: str,
+) -> None:
+    """A deployment recorded the checksum its release shipped; rewording a comment since
+    must not make `db status` report the migration changed."""
+    version = min(REWORDED)
+    released, _ = REWORDED[version]
+    with connect(empty_database_url) as conn:
+        migrate(conn)
+        conn.execute(
+            "UPDATE charter.schema_migrations SET checksum = %s WHERE version = %s",
+            (released, version),
+        )
+        rows = {s.version: s for s in status(conn)}
+    assert rows[version].checksum_matches is True
+
+
+def test_every_reworded_migration_kept_its_statements() -> None:
+    shipped = {m.version: m for m in available_migrations()}
+    for version, (released, statements) in REWORDED.items():
+        migration = shipped[version]
+        assert migration.checksum != released, f"{version:04d} was not reworded: drop it"
+        assert statements_checksum(migration.sql) == statements, (
+            f"migration {version:04d} changed more than its comments since it was released"
+        )

@@ -1,4 +1,4 @@
-"""The operator routes (issue 11): GET /v1/processes with its filters and keyset pages,
+"""The operator routes: GET /v1/processes with its filters and keyset pages,
 GET /v1/stats, and the global scheduled-action and queue views."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every role's privileges, proven against the real database (DESIGN §2)."""
+"""Every role's privileges, proven against the real database (docs/architecture.md)."""
 
 from __future__ import annotations
 

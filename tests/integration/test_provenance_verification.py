@@ -1,5 +1,6 @@
 """Automated events fired by the real Firer verify with their provenance: from the database,
-over the API and from an exported bundle, offline (DESIGN §3, §6.4; docs/verification.md).
+over the API and from an exported bundle, offline (docs/wire-format.md and docs/automation.md;
+docs/verification.md).
 
 The automation key is rotated half-way, so the evidence must carry the retired key too.
 This module's database is its own (the rotation would otherwise leak into other modules).

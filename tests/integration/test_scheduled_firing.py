@@ -1,7 +1,7 @@
 """Scheduled and automatic actions fired end to end through the Firer, with the example
 onboarding workflow: SLA escalation, stale skips, periodic reviews (coalesce, count,
 until), NOTIFY on replace and cancel, exactly-once and result classification
-(first seed, Tasks 2, 5, 7; "Result categories"; "Recurring schedules")."""
+(docs/automation.md; docs/dsl.md, "Schedules")."""
 
 from __future__ import annotations
 
@@ -546,7 +546,7 @@ def test_same_auto_occurrence_twice_is_duplicate_and_recorded_completed(world: W
 def test_a_transient_error_after_the_commit_never_fires_a_scheduled_occurrence_twice(
     world: World,
 ) -> None:
-    # "transient failure: retry the same due occurrence" (seed, Recurring schedules). The
+    # "transient failure: retry the same due occurrence" (docs/automation.md). The
     # worker cannot tell a lost connection during COMMIT from one before it: the event may
     # have been appended. The retry must then be refused as `duplicate`, as for a lease
     # that expired; start_review runs from "*", so only the occurrence key can refuse it.
@@ -592,7 +592,7 @@ def test_a_transient_error_after_the_commit_never_fires_an_auto_occurrence_twice
 
 
 def test_a_transient_retry_keeps_a_recurring_schedule_on_its_grid(world: World) -> None:
-    # DESIGN §6.1: a recurring schedule advances on a fixed grid (run_at + every).
+    # docs/automation.md: a recurring schedule advances on a fixed grid (run_at + every).
     start = world.clock.now()
     pid, _ = _screening(world)
     world.clock.advance(hours=48)

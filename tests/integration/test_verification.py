@@ -1,4 +1,4 @@
-"""Verification of engine-written chains, tampered with as a superuser would (DESIGN §3).
+"""Verification of engine-written chains, tampered with as a superuser would (docs/wire-format.md).
 
 Every process here is written by `Engine.process_event` with real keys (the 10,000-event
 one through `Store`, signed the same way). Tampering commits through an owner connection

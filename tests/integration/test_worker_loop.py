@@ -1,4 +1,4 @@
-"""The worker loop in-process on a fake clock (DESIGN §6.4; STYLE §3-§6): what one pass
+"""The worker loop in-process on a fake clock (docs/automation.md): what one pass
 counts, a NOTIFY waking the sleeping loop, a schedule firing when the clock passes its
 run_at and not before, and one wake-up time however many future schedules there are.
 

@@ -1,4 +1,4 @@
-"""Migrating from zero reproduces the committed schema snapshot (STYLE §12)."""
+"""Migrating from zero reproduces the committed schema snapshot."""
 
 from __future__ import annotations
 

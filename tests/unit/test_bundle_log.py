@@ -1,4 +1,5 @@
-"""`charter-export/2`: the bundle's log proof verified offline (design §1b.6, §1b.10 test 9).
+"""`charter-export/2`: the bundle's log proof verified offline (docs/transparency-log.md,
+"Bundles").
 
 A real chain (signed events) is logged beside other processes' entries in an in-memory
 RFC 6962 tree; the checkpoint is signed by the log key and cosigned by a witness; the

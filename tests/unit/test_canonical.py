@@ -49,7 +49,8 @@ def test_canonical_bytes(value: JsonValue, expected: bytes) -> None:
 
 
 def test_sort_keys_json_is_not_jcs() -> None:
-    # The reason the library is used (DESIGN §10): json.dumps gets order and numbers wrong.
+    # The reason the library is used (docs/architecture.md): json.dumps gets order and numbers
+    # wrong.
     value: JsonValue = {"\ufb33": 1, "\U0001f602": 2.0}
     naive = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_bytes(value) != naive.encode()

@@ -1,4 +1,4 @@
-"""Cron schedules: validation, and once per local occurrence across DST (DESIGN §10).
+"""Cron schedules: validation, and once per local occurrence across DST (docs/architecture.md).
 
 2026's changes: Europe/Berlin skips 02:00-02:59 on 29 March and repeats 02:00-02:59 on
 25 October; America/New_York skips 02:00-02:59 on 8 March and repeats 01:00-01:59 on

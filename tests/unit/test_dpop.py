@@ -300,7 +300,7 @@ def test_extra_header_parameters_are_refused(key: SecretKey, store: Store) -> No
         {"kty": "EC"},
         {"x": "AAAA"},
         {"d": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
-        # The all-zero point has small order (DESIGN §10): never a machine key.
+        # The all-zero point has small order (docs/architecture.md): never a machine key.
         {"x": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
     ],
 )

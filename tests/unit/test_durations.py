@@ -1,4 +1,4 @@
-"""Durations: `<integer><unit>` with units s m h d w y (DESIGN §6.1)."""
+"""Durations: `<integer><unit>` with units s m h d w y (docs/automation.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conditions and template expressions (DESIGN §4.1): every operator, rule and error."""
+"""Conditions and template expressions (docs/dsl.md): every operator, rule and error."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Strict I-JSON parsing: every rejection of DESIGN §10, and properties over random input."""
+"""Strict I-JSON parsing: every rejection of docs/architecture.md, and properties over random
+input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Verification of automated events' provenance (DESIGN §6.4), offline, over built chains.
+"""Verification of automated events' provenance (docs/automation.md), offline, over built chains.
 
 Each forgery is signed with the automation key (what a stolen worker key or a rewritten
 database could produce), so only the provenance checks can find it; tampered bundles are

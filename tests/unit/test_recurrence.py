@@ -1,4 +1,5 @@
-"""next_run_at: the fixed grid, coalescing after downtime, `count` and `until` (DESIGN §6.1)."""
+"""next_run_at: the fixed grid, coalescing after downtime, `count` and `until`
+(docs/automation.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Templates (DESIGN §4.2): whole values, interpolation, structures and problems."""
+"""Templates (docs/dsl.md): whole values, interpolation, structures and problems."""
 
 from __future__ import annotations
 

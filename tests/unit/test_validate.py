@@ -690,7 +690,7 @@ CASES = [
         [(f"{A}/expire/auto", 'must be true, false or {"data": {...}}')],
     ),
     Case(
-        "auto with the seed's 'input' key",
+        "auto with an 'input' key",
         put(f"{A}/expire/auto", {"input": {}}),
         [(f"{A}/expire/auto", 'must be true, false or {"data": {...}}')],
     ),
@@ -835,7 +835,7 @@ def test_problem_pointers_escape_slash_and_tilde() -> None:
     ]
 
 
-# --- the golden file, DESIGN §4 and the seed's snippets ----------------------------------
+# --- the golden file, docs/dsl.md and hand-written snippets -----------------------------
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -848,13 +848,13 @@ def test_golden_broken_workflows(entry: dict[str, Any]) -> None:
     assert [p.to_dict() for p in validate_workflow(entry["workflow"])] == entry["problems"]
 
 
-def test_the_design_example_validates() -> None:
+def test_the_onboarding_example_validates() -> None:
     doc = json.loads((EXAMPLES / "onboarding.json").read_text())
     assert validate_workflow(doc) == []
 
 
-def seed_workflow(actions: dict[str, Any]) -> dict[str, Any]:
-    """A seed snippet completed into a whole workflow: states, roles, a create action and the
+def snippet_workflow(actions: dict[str, Any]) -> dict[str, Any]:
+    """A snippet completed into a whole workflow: states, roles, a create action and the
     actions the snippet names."""
     return {
         "dsl": 2,
@@ -888,7 +888,7 @@ def seed_workflow(actions: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-SEED_SCHEDULE = {
+SNIPPET_SCHEDULE = {
     "start_screening": {
         "type": "transition",
         "role": "analyst",
@@ -905,7 +905,7 @@ SEED_SCHEDULE = {
         ],
     }
 }
-SEED_CANCEL = {
+SNIPPET_CANCEL = {
     "offboard": {
         "type": "transition",
         "role": "manager",
@@ -914,7 +914,7 @@ SEED_CANCEL = {
         "cancel": ["periodic-review", "screening-deadline"],
     }
 }
-SEED_AUTO = {
+SNIPPET_AUTO = {
     "start_screening": {
         "role": "AUTOMATION",
         "auto": True,
@@ -924,28 +924,28 @@ SEED_AUTO = {
         "mutate": {"$set": {"state": "screening_started", "screening_status": "started"}},
     }
 }
-SEED_AUTO_DATA = {
+SNIPPET_AUTO_DATA = {
     "start_screening": {
-        **SEED_AUTO["start_screening"],
+        **SNIPPET_AUTO["start_screening"],
         "auto": {"data": {"reason": "state-entry", "source_event": "event.hash"}},
     }
 }
-SEED_SNIPPETS = {
-    "schedule": SEED_SCHEDULE,
+SNIPPET_SNIPPETS = {
+    "schedule": SNIPPET_SCHEDULE,
     # `cancel` names ids that the schedule snippet defines, so it needs that action too.
-    "schedule and cancel": {**SEED_SCHEDULE, **SEED_CANCEL},
-    "auto: true": SEED_AUTO,
-    "auto with data": SEED_AUTO_DATA,
+    "schedule and cancel": {**SNIPPET_SCHEDULE, **SNIPPET_CANCEL},
+    "auto: true": SNIPPET_AUTO,
+    "auto with data": SNIPPET_AUTO_DATA,
 }
 
 
-@pytest.mark.parametrize("actions", SEED_SNIPPETS.values(), ids=list(SEED_SNIPPETS))
-def test_the_seed_snippets_validate(actions: dict[str, Any]) -> None:
-    assert validate_workflow(seed_workflow(actions)) == []
+@pytest.mark.parametrize("actions", SNIPPET_SNIPPETS.values(), ids=list(SNIPPET_SNIPPETS))
+def test_the_snippets_validate(actions: dict[str, Any]) -> None:
+    assert validate_workflow(snippet_workflow(actions)) == []
 
 
-def test_the_seed_cancel_snippet_without_the_schedules_names_undefined_ids() -> None:
-    assert validate_workflow(seed_workflow({**SEED_AUTO, **SEED_CANCEL})) == [
+def test_the_cancel_snippet_without_the_schedules_names_undefined_ids() -> None:
+    assert validate_workflow(snippet_workflow({**SNIPPET_AUTO, **SNIPPET_CANCEL})) == [
         Problem(
             "/actions/offboard/cancel/0",
             "unknown schedule id 'periodic-review': no action schedules it",

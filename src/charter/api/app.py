@@ -88,7 +88,7 @@ def create_app(
     install_error_handlers(app)
 
     async def record_refused_event(scope: Scope, exc: TooLarge) -> None:
-        # The limit decides before routing; this only keeps DESIGN §5's rule that every
+        # The limit decides before routing; this only keeps docs/architecture.md's rule that every
         # rejected event submission is in system_log, even one refused unread.
         if scope.get("method") == "POST" and scope.get("path") == PATH:
             await run_in_threadpool(engine.record_rejection, exc)
@@ -112,7 +112,7 @@ def create_app(
     app.include_router(console_files.router)
     install_openapi(app)
     # Added last = outermost. The body limit comes before anything that looks at the
-    # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
+    # path (docs/api.md); metrics see the final status, 413s and 400s included; every
     # response, even those answered by middleware, carries the request id. Event
     # submissions are answered innermost, inside all of these, but before routing.
     executor = _ingest_executor(app, database)

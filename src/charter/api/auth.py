@@ -1,4 +1,4 @@
-"""Bearer-token authentication and scopes for reads and administration (DESIGN §8).
+"""Bearer-token authentication and scopes for reads and administration (docs/api.md).
 
 `require(scope)` is a FastAPI dependency: no token, an unknown or a revoked one is 401
 `unauthorized`; a token without the scope (and without `*`) is 403 `forbidden`. Signed

@@ -1,6 +1,6 @@
-"""The request body limit, decided before anything else (DESIGN §8: over 2 MiB → 413).
+"""The request body limit, decided before anything else (docs/api.md: over 2 MiB → 413).
 
-Like the second seed's host, the limit is the first thing a request meets: routing,
+As on a hardened reverse proxy, the limit is the first thing a request meets: routing,
 routing headers, tokens and paths are looked at only for a body that fits. So an
 oversized body is 413 `too_large` whatever else is wrong with the request (no token,
 no webhook routing headers, no such route, wrong method). `GET /healthz` is exempt:
@@ -26,7 +26,7 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 # client that is still uploading sees the 413 instead of a reset connection.
 DRAIN_BYTES = 8 * 1024 * 1024
 
-# Told about every refusal (the app logs refused event submissions, DESIGN §5).
+# Told about every refusal (the app logs refused event submissions, docs/architecture.md).
 OnRefused = Callable[[Scope, TooLarge], Awaitable[None]]
 
 

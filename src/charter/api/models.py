@@ -1,4 +1,4 @@
-"""Response models of the engine routes (DESIGN §8), for /openapi.json.
+"""Response models of the engine routes (docs/api.md), for /openapi.json.
 
 The routes answer with JSONResponse built from their records' `to_json()`; these models
 describe those answers (the contract test checks every answer against them). More keys
@@ -20,7 +20,7 @@ _EXAMPLE_HASH = "3b7f0c2e9d4a6b8c1e5f7a9d2c4e6b8a0f1d3c5e7a9b2d4f6c8e0a1b3d5f7c9
 
 
 class ProcessBody(BaseModel):
-    """`<process>` of DESIGN §8."""
+    """`<process>` of docs/wire-format.md"""
 
     id: str = Field(pattern=NAME, examples=["p-4f2a9c"])
     workflow: str = Field(pattern=WORKFLOW_PATH, examples=["customer/retail/retail-customer"])
@@ -82,7 +82,7 @@ class ProcessWithChildren(ProcessBody):
 class StoredEvent(BaseModel):
     seq: int = Field(ge=1)
     hash: str = Field(pattern=HEX64)
-    envelope: dict[str, Json] = Field(description="The signed v1 envelope (DESIGN §3).")
+    envelope: dict[str, Json] = Field(description="The signed v1 envelope (docs/wire-format.md).")
     signature: str | None = Field(description="Null for a spawn genesis (it is caused).")
     kind: Literal["action", "spawn"]
     workflow_version: str
@@ -127,7 +127,7 @@ class Verification(BaseModel):
 
 
 class WorkTableRow(BaseModel):
-    """A row of `scheduled_actions` or `automation_queue` (DESIGN §6.3), every column."""
+    """A row of `scheduled_actions` or `automation_queue` (docs/automation.md), every column."""
 
     id: str
     status: str

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 
 class Process(BaseModel):
-    """`<process>` (DESIGN §8) with its children's ids, as GET /v1/processes/{id}."""
+    """`<process>` (docs/wire-format.md) with its children's ids, as GET /v1/processes/{id}."""
 
     id: str
     workflow: str

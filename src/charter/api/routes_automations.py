@@ -1,5 +1,5 @@
-"""The control API of automations (DESIGN §7, §8): automations, their schedule and
-webhook triggers, their one plan, and manual runs.
+"""The control API of automations (docs/automations.md and docs/api.md): automations, their
+schedule and webhook triggers, their one plan, and manual runs.
 
 Reads take `automations:read`, changes `automations:write`, a manual run
 `runs:execute`. A principal sees and changes only its own automations: another's ids

@@ -1,4 +1,4 @@
-"""The transparency log over HTTP (design §1b.4): checkpoint, tiles, proofs and status.
+"""The transparency log over HTTP (docs/transparency-log.md): checkpoint, tiles, proofs and status.
 
 Everything is read from the log directory, never rebuilt from PostgreSQL (Tessera's
 lesson: serve tiles from files). Only the proof route asks the database, for the leaf

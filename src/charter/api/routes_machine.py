@@ -7,8 +7,8 @@ disables and enables a machine of the token's principal (`*` may name any princi
 Every `/v1/machine/` request is authenticated by a DPoP proof alone (RFC 9449; see
 `charter.automations.dpop`); the URL it must be bound to is `Settings.api_url` (the
 public origin, CHARTER_API_URL) joined with the request path, so a proxy in front of the
-API changes nothing. The routes are the claim / lease / step journal protocol of the
-second seed (axioms 23-27); every transition commits under the run's current lease.
+API changes nothing. The routes are the claim / lease / step journal protocol of
+docs/machines.md (its rules 3 to 7); every transition commits under the run's current lease.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`POST /events`: Standard Webhooks deliveries admitted as runs (DESIGN §7, §10).
+"""`POST /events`: Standard Webhooks deliveries admitted as runs (docs/automations.md and
+docs/architecture.md).
 
 Routing headers name whose automations and which target the delivery is for; the
 signature (not a bearer token) is the authority. Responses:
@@ -11,7 +12,7 @@ signature (not a bearer token) is the authority. Responses:
   no matching trigger's secret verifies the signature; nothing is created.
 - 413: body over the limit, decided by the app's BodyLimit before this route (or its
   routing headers) is looked at, with or without a Content-Length.
-- any other 4xx raised inside passes through with its message (the seed's rule);
+- any other 4xx raised inside passes through with its message;
   anything else is a 500 with one generic message and the request id, the cause only
   in the log.
 """

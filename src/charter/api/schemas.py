@@ -53,7 +53,7 @@ SUBMISSION = request_body(
             "signature": {"type": "string", "pattern": "^[0-9a-f]{128}$"},
         },
     },
-    "A signed v1 envelope (DESIGN §3); strict I-JSON, at most 2 MiB.",
+    "A signed v1 envelope (docs/wire-format.md); strict I-JSON, at most 2 MiB.",
 )
 
 DEPLOY = request_body(

@@ -1,1 +1,1 @@
-"""Who may call the API: bearer tokens with scopes (DESIGN §8)."""
+"""Who may call the API: bearer tokens with scopes (docs/api.md)."""

@@ -1,7 +1,7 @@
 """Bearer tokens: made once, stored as SHA-256, found by hash, refused once revoked.
 
 The token text is shown to its creator once and never stored; the database keeps only
-its SHA-256, so a leaked table grants nothing. Scopes are the fixed set of DESIGN §8
+its SHA-256, so a leaked table grants nothing. Scopes are the fixed set of docs/api.md
 (`*` grants every scope).
 """
 

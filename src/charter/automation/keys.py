@@ -2,7 +2,8 @@
 
 The secret lives in `AUTOMATION_ACTOR_SK` or, for `charter up`, in
 `$CHARTER_HOME/automation.key` (mode 0600); the database holds only the public key
-of the actor `automation` (first seed, Task 1: keys are never co-located).
+of the actor `automation` (keys are never co-located: the automation key is not kept in the
+database).
 """
 
 from __future__ import annotations

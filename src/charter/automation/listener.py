@@ -1,6 +1,6 @@
 """The worker's LISTEN connection: a hint channel that reconnects with backoff.
 
-NOTIFY is only a hint (DESIGN §10): it is lost while the listener is disconnected, so
+NOTIFY is only a hint (docs/architecture.md): it is lost while the listener is disconnected, so
 every (re)connect is followed by a wake-up that makes the worker rescan the tables.
 """
 

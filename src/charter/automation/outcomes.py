@@ -1,6 +1,6 @@
 """What a firing's result means for its work row, and how it is recorded.
 
-Results (first seed, "Result categories"): accepted → completed, exhausted or
+Results (docs/automation.md, "The worker"): accepted → completed, exhausted or
 rescheduled; business skip → skipped (a recurring row goes on); transient → the same
 occurrence is retried later; permanent → failed once the retry budget is spent; key
 failure → WorkerKeyError, fatal to the worker, nothing recorded.
@@ -85,7 +85,7 @@ def envelope_for(
 
 
 def result_of(row: WorkRow, exc: CharterError) -> FireResult:
-    """What a refusal of the engine means for `row` (first seed, "Result categories")."""
+    """What a refusal of the engine means for `row` (docs/automation.md)."""
     fired = exc.context.get("event_hash") if exc.code == ALREADY_FIRED else None
     if isinstance(fired, str):
         # Fired before (by us before a crash, or by a racing worker): the occurrence

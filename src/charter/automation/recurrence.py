@@ -1,4 +1,4 @@
-"""When a recurring schedule runs next (DESIGN §6.1).
+"""When a recurring schedule runs next (docs/automation.md).
 
 A recurring schedule advances on a fixed grid, `run_at + k·every`. After downtime it
 fires once for all the missed occurrences and moves to the first slot after `now`

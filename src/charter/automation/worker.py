@@ -1,4 +1,4 @@
-"""The automation worker (DESIGN §6.4): an asyncio loop that fires batches of due work.
+"""The automation worker (docs/automation.md): an asyncio loop that fires batches of due work.
 
 Each batch claims due scheduled actions and ready queue rows, fires them and records the
 results in one transaction (`batch.py`). The loop is continuous: as soon as a batch's

@@ -1,4 +1,4 @@
-"""Action hosts: the tool capabilities a machine offers its plans (second seed, axiom 21).
+"""Action hosts: the tool capabilities a machine offers its plans (docs/machines.md, rule 2).
 
 A host is an async callable taking an `ActionCall` — the step's `actionId`, its
 `payload` (the step input), the run-step pair's stable `idempotency_key` and a `cancel`
@@ -6,8 +6,8 @@ event set when the machine lost its lease — and returning the step output (JSO
 executor looks hosts up in an `ActionRegistry` by action id and has no special case for
 any of them.
 
-A host says how it failed by what it raises (axiom 27: only transient transport failures
-retry):
+A host says how it failed by what it raises (rule 7 of docs/machines.md: only transient transport
+failures retry):
 
 - a transport failure — an httpx timeout or network error, a peer closing mid-answer,
   or `ActionTransient` for one the host detects itself — may pass: the run is released
@@ -70,8 +70,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ActionCall:
-    """One invocation of an action host (the seed's `{actionId, payload,
-    idempotencyKey, signal}`)."""
+    """One invocation of an action host (`{actionId, payload, idempotencyKey,
+    signal}` in the machine protocol's words)."""
 
     action_id: str
     payload: JsonValue

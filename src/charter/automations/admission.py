@@ -1,7 +1,7 @@
 """Trigger admission: due cron occurrences and signed webhook deliveries become runs.
 
-Admission only inserts pending runs into the durable ledger (DESIGN §7, second seed
-axiom 23); it never delivers them: machines claim them. One run per trigger occurrence
+Admission only inserts pending runs into the durable ledger (docs/machines.md, rule
+3); it never delivers them: machines claim them. One run per trigger occurrence
 is decided by the unique `dedupe_key` (`cron:<trigger>:<instant>`,
 `webhook:<trigger>:<webhook-id>`), never by a read-then-write, so a tick repeated after
 a crash, two admitting processes, or a replayed delivery admit nothing twice.
@@ -65,7 +65,7 @@ class _Schedule:
 
 
 def check_maximum_runs(maximum_runs: object) -> int:
-    """`maximum_runs` if it is a positive integer; ValueError otherwise (the seed's rule)."""
+    """`maximum_runs` if it is a positive integer; ValueError otherwise."""
     if isinstance(maximum_runs, bool) or not isinstance(maximum_runs, int) or maximum_runs < 1:
         raise ValueError(f"maximum_runs must be a positive integer, got {maximum_runs!r}")
     return maximum_runs

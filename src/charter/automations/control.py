@@ -1,4 +1,4 @@
-"""The control side of the automations service (DESIGN §7): a principal's automations,
+"""The control side of the automations service (docs/automations.md): a principal's automations,
 their schedule and webhook triggers, their one plan, and manual runs.
 
 Every read and change is scoped to one principal: another principal's ids are simply

@@ -1,4 +1,4 @@
-"""Cron schedules in an IANA time zone, fired once per local occurrence (DESIGN §10).
+"""Cron schedules in an IANA time zone, fired once per local occurrence (docs/architecture.md).
 
 Expressions have the five classic fields (minute hour day-of-month month day-of-week)
 and are parsed and matched by `cronsim`. Occurrences are local wall-clock times; each

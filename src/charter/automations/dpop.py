@@ -11,7 +11,7 @@ never by hand) whose
   and `iat` (a finite number, not a boolean, within ±60 s of the server clock).
 
 Checks fail closed: anything unexpected is `invalid_dpop` (401). The signature is
-verified with the embedded key by Charter's pinned strict Ed25519 check (DESIGN §10:
+verified with the embedded key by Charter's pinned strict Ed25519 check (docs/architecture.md:
 S < L, canonical points, no small-order keys); the key's thumbprint must be that of a
 registered, enabled machine; the `jti` is stored and a second use is refused as a
 replay. If the proof store cannot be reached the request is refused too
@@ -215,7 +215,7 @@ def check_proof(
         raise InvalidDpop(f"the DPoP proof's jwk is not usable: {exc.message}") from None
     try:
         # PyJWT parses the JWS and checks its alg against the allow-list; the signature
-        # is checked once, by Charter's pinned strict Ed25519 (DESIGN §10: S < L,
+        # is checked once, by Charter's pinned strict Ed25519 (docs/architecture.md: S < L,
         # canonical points), with the key the header carries.
         decoded = jwt.api_jws.PyJWS().decode_complete(
             proof, algorithms=list(ALGORITHMS), options={"verify_signature": False}

@@ -1,6 +1,6 @@
 """The machine executor (`charter machine run`): claim a run, walk its plan, journal.
 
-For a claimed run (second seed, axioms 20 and 24-27):
+For a claimed run (docs/machines.md, rules 1 and 4 to 7):
 
 1. The plan is the run's immutable snapshot (never the automation's current plan). An
    invalid snapshot, or an action id no host is registered for, fails the run before
@@ -17,7 +17,7 @@ For a claimed run (second seed, axioms 20 and 24-27):
    crash point `machine.step_returned_before_journal` sits between the two). After the
    last step the run is completed with the last step's output.
 
-Failures (axiom 27: only transient transport failures retry). A transport failure
+Failures (rule 7: only transient transport failures retry). A transport failure
 (`transient_failure`) — of an action, or between the machine and the service, which
 also counts the service answering that it is unavailable (`service_unavailable`) —
 releases the run to a retry time `now + retry_delay(attempt)` (capped by
@@ -141,7 +141,7 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """The seed's executor options: `now`, `heartbeatMs`, `maxAttempts`, `retryDelayMs`."""
+    """The executor's options: `now`, `heartbeatMs`, `maxAttempts`, `retryDelayMs`."""
 
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     heartbeat: float = 10.0  # seconds between lease renewals while an action runs
@@ -332,7 +332,7 @@ class RunExecutor:
             for index, step in enumerate(plan.steps):
                 entry = claimed.journal.get(step.id)
                 if entry is not None and entry.status == "completed":
-                    # Axiom 24: a completed step is never invoked again.
+                    # Rule 4: a completed step is never invoked again.
                     walk.last = walk.outputs[step.id] = entry.output
                     continue
                 if stop is not None and stop.is_set():
@@ -388,7 +388,7 @@ class RunExecutor:
     ) -> Outcome | None:
         started = walk.started
         if started is None or started.step_id != step.id:
-            # Axiom 25: the service confirms the lease by journalling the step running.
+            # Rule 5: the service confirms the lease by journalling the step running.
             started = await self.api.start_step(claimed.run_id, step.id, claimed.token)
         current.set_attribute("charter.step.attempt", started.attempts)
         payload = step.render_input(claimed.input, walk.outputs)

@@ -1,15 +1,16 @@
 """The machine side of the run ledger: machines, leases and the step journal.
 
 Each function runs inside the caller's transaction on an engine-role connection, and
-every decision is taken by a statement the database serializes (DESIGN §10): a claim is
+every decision is taken by a statement the database serializes (docs/architecture.md): a claim is
 `FOR UPDATE SKIP LOCKED`, every step transition first locks the run under the caller's
 current, unexpired lease (`hold_lease`), the journal key `(run_id, step_id)` makes a
 second row impossible and a trigger refuses any change to a completed step.
 
-Axioms (second seed): 24 — a run advances through its plan in order and every step
-transition commits under the current lease; 25 — a step may start only under a lease
-the service confirms; 26 — one stable idempotency key per run-step pair; 27 — a
-transient failure releases the run to a bounded future retry time and keeps the journal.
+The rules of docs/machines.md this keeps: 4 — a run advances through its plan in order
+and every step transition commits under the current lease; 5 — a step may start only
+under a lease the service confirms; 6 — one stable idempotency key per run-step pair;
+7 — a transient failure releases the run to a bounded future retry time and keeps the
+journal.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ EndedSteps = list[tuple[str, StepRecord]]
 
 
 def idempotency_key(run_id: uuid.UUID | str, step_id: str) -> str:
-    """The one stable key of a run-step pair (axiom 26): SHA-256 of both, hex."""
+    """The one stable key of a run-step pair (docs/machines.md, rule 6): SHA-256 of both, hex."""
     return hashlib.sha256(f"charter.run-step\x00{run_id}\x00{step_id}".encode()).hexdigest()
 
 
@@ -545,7 +546,7 @@ def release_run(
     now: datetime | None = None,
     ended: EndedSteps | None = None,
 ) -> RunRecord:
-    """Return a run to the queue after a transient failure (axiom 27).
+    """Return a run to the queue after a transient failure (docs/machines.md, rule 7).
 
     `retry_at` is bounded to [now, now + MAX_RETRY_DELAY_SECONDS] (absent: now +
     DEFAULT_RETRY_DELAY_SECONDS). Completed step outputs stay; a step left running is

@@ -1,4 +1,4 @@
-"""The durable run ledger (second seed, axioms 20 and 23): admission inserts runs with
+"""The durable run ledger (docs/machines.md, rules 1 and 3): admission inserts runs with
 an immutable plan snapshot; an unclaimed run waits there, never dropped.
 
 Admission only inserts runs; it never delivers them. One run per trigger occurrence is

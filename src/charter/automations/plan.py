@@ -1,10 +1,10 @@
 """Automation plans: `{"version": 1, "steps": [{"id", "actionId", "input", "retry"?}, ...]}`.
 
-A plan is a small declarative sequence of one or more tool actions (second seed, axiom
-21) with unique step ids (axiom 26). It is validated when set on an automation and
+A plan is a small declarative sequence of one or more tool actions (docs/machines.md,
+rule 2) with unique step ids (rule 6). It is validated when set on an automation and
 again by the executor on the snapshot a run carries: an invalid plan fails the run.
 
-Only transient transport failures retry (axiom 27). An error status answered by a
+Only transient transport failures retry (rule 7). An error status answered by a
 step's target fails the run unless the step opts in with `"retry": {"on": [...]}`,
 naming the answers it may retry: `http_5xx` (500 to 599) and `http_429`.
 """

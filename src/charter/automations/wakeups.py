@@ -7,7 +7,7 @@ process keeps one LISTEN connection on that channel and fans each hint out, thro
 asyncio events, to the claim requests of that principal and target that are waiting:
 a waiting request holds no database connection.
 
-Hints are hints (DESIGN §6.3): a waiter also re-checks every `recheck` seconds, and
+Hints are hints (docs/automation.md): a waiter also re-checks every `recheck` seconds, and
 every (re)connect of the listener wakes every waiter, so a lost hint (a crash between
 the commit and its hint, the listener reconnecting) costs latency, never a run. Runs
 that become claimable with no commit (a lease that lapses, a retry time that comes)

@@ -1,4 +1,4 @@
-"""Settings read from the environment (DESIGN §8), with sane defaults."""
+"""Settings read from the environment (docs/operations.md), with sane defaults."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Settings:
     token: str | None = None
     clock_skew_seconds: float = 300.0
     max_body_bytes: int = 2 * 1024 * 1024
-    # Automatic events in a row before the engine stops a cascade (DESIGN §6.2).
+    # Automatic events in a row before the engine stops a cascade (docs/automation.md).
     max_auto_cascade: int = 100
 
     @classmethod

@@ -1,4 +1,4 @@
-"""Ed25519 keys and strict signatures (RFC 8032, DESIGN §3 and §10).
+"""Ed25519 keys and strict signatures (RFC 8032, docs/wire-format.md and docs/architecture.md).
 
 `cryptography` (OpenSSL) does the curve arithmetic, but it accepts small-order and
 non-canonical points (ed25519-speccheck vectors 0, 1, 2 and 11), so the strict checks

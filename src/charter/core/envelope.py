@@ -1,4 +1,4 @@
-"""The v1 event envelope and the signed submission (DESIGN §3).
+"""The v1 event envelope and the signed submission (docs/wire-format.md).
 
 An `Envelope` or `Submission` that exists is valid: construction checks every field, so
 `from_json` only has to check the set of keys. Every failure is a `Malformed` whose

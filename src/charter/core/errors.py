@@ -31,7 +31,7 @@ def _first_line(doc: str | None) -> str:
     return (doc or "").strip().splitlines()[0] if doc and doc.strip() else ""
 
 
-# --- Submission errors (DESIGN §5) -----------------------------------------------------
+# --- Submission errors (docs/architecture.md) -----------------------------------------------------
 
 
 class Malformed(CharterError):

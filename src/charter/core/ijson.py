@@ -1,7 +1,7 @@
 """Strict I-JSON (RFC 7493) parsing and validation.
 
 Python's `json.loads` accepts NaN, Infinity, 1e400, lone surrogates, huge integers and
-duplicate keys (DESIGN §10); everything signed must be I-JSON first. Numbers follow the
+duplicate keys (docs/architecture.md); everything signed must be I-JSON first. Numbers follow the
 domain of the `rfc8785` package: integers within ±(2**53 - 1), finite doubles. One more
 rule keeps every accepted value closed under canonicalization: a double of magnitude in
 [2**53, 1e21) is rejected too, because JCS would print it as an integer literal outside

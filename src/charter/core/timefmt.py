@@ -22,7 +22,7 @@ class TimeFormatError(ValueError):
 def parse_rfc3339(text: str, *, utc_only: bool = False) -> datetime:
     """Parse an RFC 3339 date-time into an aware UTC datetime.
 
-    With `utc_only`, the offset must be `Z` (the envelope's `at`, DESIGN §3).
+    With `utc_only`, the offset must be `Z` (the envelope's `at`, docs/wire-format.md).
     """
     match = _RFC3339.fullmatch(text) if isinstance(text, str) else None
     if match is None:

@@ -1,7 +1,7 @@
 """Connections to one Charter database, each bound to the role of its component.
 
 Every component works under its own role (`SET ROLE` on the connecting user), so the
-privileges of DESIGN §2 are real in every mode, embedded or not.
+privileges of docs/architecture.md are real in every mode, embedded or not.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ SCHEMA = "charter"
 
 
 class Role(StrEnum):
-    """The database roles of DESIGN §2."""
+    """The database roles of docs/architecture.md"""
 
     ENGINE = "charter_engine"
     WORKER = "charter_worker"

@@ -1,1 +1,1 @@
-"""The workflow DSL v2 (DESIGN §4) as a pure library: no database, no I/O."""
+"""The workflow DSL v2 (docs/dsl.md) as a pure library: no database, no I/O."""

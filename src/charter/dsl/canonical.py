@@ -1,4 +1,4 @@
-"""The canonical form of a workflow definition and its version hash (DESIGN §3).
+"""The canonical form of a workflow definition and its version hash (docs/dsl.md).
 
 A stored event records the `workflow_version` it was validated against: the SHA-256 of
 the definition's RFC 8785 (JCS) bytes, so key order and whitespace never make a new

@@ -51,7 +51,7 @@ _META_VALIDATOR = Draft202012Validator(
     Draft202012Validator.META_SCHEMA, format_checker=INPUT_FORMATS
 )
 
-# The fields each reserved root offers to conditions and templates (DESIGN §4.1, §4.2).
+# The fields each reserved root offers to conditions and templates (docs/dsl.md).
 # `input` is the event's whole input and may be read at any depth; `now` is a time.
 RESERVED_FIELDS: dict[str, frozenset[str]] = {
     "actor": frozenset({"id", "public_key", "roles"}),

@@ -1,4 +1,4 @@
-"""Durations of the workflow DSL (DESIGN §6.1): `<integer><unit>`, e.g. `48h`, `1y`.
+"""Durations of the workflow DSL (docs/dsl.md): `<integer><unit>`, e.g. `48h`, `1y`.
 
 Units are `s m h d w y`, with `y` exactly 365 days (no calendar arithmetic). The number
 is a positive decimal integer without sign, leading zeros, fraction or spaces, so every

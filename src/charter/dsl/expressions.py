@@ -1,4 +1,4 @@
-"""Conditions and template expressions (DESIGN §4.1): parsed once, evaluated purely.
+"""Conditions and template expressions (docs/dsl.md): parsed once, evaluated purely.
 
 The language, and the decisions §4.1 leaves open:
 

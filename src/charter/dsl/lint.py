@@ -2,7 +2,7 @@
 
 A warning never refuses a workflow. Today there is one: automatic actions without a
 `when` that enable one another in a cycle. Each fires the next as soon as it can, so
-they would run until the engine's cascade limit stops them (DESIGN §6.2).
+they would run until the engine's cascade limit stops them (docs/automation.md).
 """
 
 from __future__ import annotations

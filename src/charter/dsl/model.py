@@ -1,4 +1,4 @@
-"""The typed, frozen model of a workflow document (DESIGN §4).
+"""The typed, frozen model of a workflow document (docs/dsl.md).
 
 Instances come from `charter.dsl.validate.load_workflow`, which builds them only from
 documents without problems, so the engine can trust every reference in them: states,
@@ -26,7 +26,7 @@ AUTOMATION = "AUTOMATION"
 ANY_STATE = "*"
 _SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
 NAME_PATTERN = re.compile(_SEGMENT)
-"""Action, state, role and schedule names; also process ids (DESIGN §3)."""
+"""Action, state, role and schedule names; also process ids (docs/wire-format.md)."""
 WORKFLOW_PATH_PATTERN = re.compile(rf"{_SEGMENT}(/{_SEGMENT})*")
 
 ActionType = Literal["create", "transition", "update"]
@@ -71,7 +71,7 @@ class SpawnSpec:
 
 @dataclass(frozen=True)
 class ScheduleSpec:
-    """A scheduled action (DESIGN §6.1). `delay` is the document's `in`.
+    """A scheduled action (docs/automation.md). `delay` is the document's `in`.
 
     Exactly one of `delay`, `every`, `at` is set; `until` and `count` only with `every`.
     `at` and `until` are templates because they may be computed (`{{ input.due }}`); a

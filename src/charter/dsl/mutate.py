@@ -1,6 +1,6 @@
 """`mutate` and the other effects of an action: checked at deploy, applied purely.
 
-`apply_action` turns an accepted event into the seed's MutateEffects (new document,
+`apply_action` turns an accepted event into MutateEffects (new document,
 spawns, schedules, cancels) without touching a database, and never changes its inputs:
 objects along each written path are copied first, untouched subtrees are shared with
 the old document (treat both as read-only), rendered values are fresh copies.
@@ -242,7 +242,7 @@ def _spawn(spec: SpawnSpec, scope: Scope) -> ResolvedSpawn:
 
 def _schedule(spec: ScheduleSpec, scope: Scope) -> ResolvedSchedule:
     what = f"schedule {spec.id!r}"
-    # With `every` the first run is one interval after the event (DESIGN §6.1).
+    # With `every` the first run is one interval after the event (docs/automation.md).
     if spec.delay is not None:
         run_at = scope.now + spec.delay
     elif spec.every is not None:

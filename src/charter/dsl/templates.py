@@ -1,4 +1,4 @@
-"""Templates (DESIGN §4.2): JSON values whose strings may hold `{{ expr }}`.
+"""Templates (docs/dsl.md): JSON values whose strings may hold `{{ expr }}`.
 
 A string that is exactly one `{{ expr }}` (spaces inside the braces optional) renders
 as the expression's JSON value; placeholders inside longer text are interpolated:

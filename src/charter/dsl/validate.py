@@ -1,4 +1,4 @@
-"""Workflow validation: every problem at once, each with a JSON Pointer (DESIGN §4).
+"""Workflow validation: every problem at once, each with a JSON Pointer (docs/dsl.md).
 
 One pass over the document both records problems and builds the model, so the rules
 that validate a field and the code that interprets it cannot drift apart. Checks that

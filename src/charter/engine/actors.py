@@ -1,4 +1,4 @@
-"""Actors: an id, roles and one active public key (DESIGN §3, §10).
+"""Actors: an id, roles and one active public key (docs/wire-format.md and docs/architecture.md).
 
 Keys are checked at registration (canonical, on the curve, not small-order), only the
 actor `automation` may hold AUTOMATION, and a rotated key is retired, never deleted,

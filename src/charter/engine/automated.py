@@ -1,6 +1,6 @@
 """Automated events under verification: every `input.meta.automation` leads to its cause.
 
-DESIGN §6.4: a fired event carries provenance copied from the durable work row the
+docs/automation.md: a fired event carries provenance copied from the durable work row the
 engine wrote, and the engine checks it against that row at fire time. An auditor has
 no work rows, only the chain, so here the evidence alone must show the same things:
 

@@ -52,12 +52,13 @@ def actors_json(automation_keys: tuple[ActorKey, ...]) -> JsonObject:
 
 
 def process_json(process: ProcessView) -> JsonObject:
-    """The `<process>` shape of DESIGN §8 plus `parent_event`, the hash that spawned it."""
+    """The `<process>` shape of docs/wire-format.md plus `parent_event`, the hash that
+    spawned it."""
     return process.to_json() | {"parent_event": process.parent_event}
 
 
 def event_json(event: EventRow) -> JsonObject:
-    """A stored event (DESIGN §3) with its exact `envelope_text` and the row's columns."""
+    """A stored event (docs/wire-format.md) with its exact `envelope_text` and the row's columns."""
     try:
         shown: JsonValue = ijson.loads(event.envelope_text)
     except Malformed:

@@ -1,4 +1,4 @@
-"""Bounded cascades of automatic actions (DESIGN §6.2).
+"""Bounded cascades of automatic actions (docs/automation.md).
 
 Two automatic actions that enable each other (state `a` → `b` → `a`) would fire forever,
 each a signed event. Every queue row therefore carries how many automatic events in a

@@ -1,4 +1,4 @@
-"""What verification reads and what it reports (DESIGN §3).
+"""What verification reads and what it reports (docs/wire-format.md).
 
 `Evidence` is everything needed to check one process: its row, its events with every
 stored column, the workflow definitions they name, the events that caused spawn
@@ -143,7 +143,7 @@ class VerificationReport:
         return cls(ok=not ordered, events=events, problems=tuple(ordered))
 
     def to_json(self) -> JsonObject:
-        """The `GET /v1/processes/{id}/verify` body (DESIGN §8)."""
+        """The `GET /v1/processes/{id}/verify` body (docs/api.md)."""
         return {
             "ok": self.ok,
             "events": self.events,

@@ -1,6 +1,6 @@
 """Spawn geneses under verification: an unsigned first event must resolve to its cause.
 
-DESIGN §3: a verifier accepts an unsigned event only as seq 1 of a spawned process and
+docs/wire-format.md: a verifier accepts an unsigned event only as seq 1 of a spawned process and
 only if its `cause` is a valid signed event of the parent process with the same actor.
 A child's create action may spawn too, so a cause can itself be a genesis; the chain of
 causes is then followed until it reaches a signed event. The cause's action must also

@@ -8,7 +8,7 @@ the engine. A `HintSender` takes the hints instead, so the answer goes out after
 event's own COMMIT, and its thread sends whatever has accumulated meanwhile in one
 statement: under load, many requests' hints share a transaction.
 
-Hints are hints (DESIGN §6.3): one lost here (the process dying before its thread sent
+Hints are hints (docs/automation.md): one lost here (the process dying before its thread sent
 it, the database refusing) costs a listener latency, never work; the worker's sweep and
 its DB-derived wake-up find every row. The order of hints is kept: one queue, one thread.
 """

@@ -7,7 +7,7 @@ from 8 connections commit about 2,300/s, but about 850/s with a NOTIFY in each. 
 engine collects its hints while it writes and sends them after the COMMIT, in a
 transaction of their own that writes nothing and so needs no flush (about 9,000/s).
 
-Hints are hints (DESIGN §6.3): the tables are the truth. One lost between the COMMIT and
+Hints are hints (docs/automation.md): the tables are the truth. One lost between the COMMIT and
 its hint (a crash, the connection dropping) costs latency, not work — the worker's safety
 sweep and its DB-derived wake-up find the row.
 """

@@ -1,4 +1,4 @@
-"""`process_event`: the one chokepoint through which every change passes (DESIGN §5).
+"""`process_event`: the one chokepoint through which every change passes (docs/architecture.md).
 
 One transaction per event: the signature is verified before any lock, the process row
 is locked, `prev` checked, the rules decided purely (`rules.decide`), then the event,

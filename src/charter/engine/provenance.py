@@ -1,4 +1,4 @@
-"""The fire-time check of `input.meta.automation` (DESIGN §3, §6.4).
+"""The fire-time check of `input.meta.automation` (docs/wire-format.md and docs/automation.md).
 
 Only the automation actor may fire, only for a durable work row the engine itself
 wrote, only while that row is held by this transaction (a batch locked it) or claimed

@@ -49,7 +49,7 @@ class ProcessView:
         return {**self.data, "state": self.state}
 
     def to_json(self) -> JsonObject:
-        """The `<process>` shape of DESIGN §8."""
+        """The `<process>` shape of docs/wire-format.md"""
         return {
             "id": self.id,
             "workflow": self.workflow,
@@ -65,7 +65,7 @@ class ProcessView:
 
 @dataclass(frozen=True)
 class StoredEvent:
-    """An event as stored, exported and verified (DESIGN §3)."""
+    """An event as stored, exported and verified (docs/wire-format.md)."""
 
     process_id: str
     seq: int

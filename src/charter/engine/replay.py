@@ -1,4 +1,4 @@
-"""Replay: re-derive a process's state and data from its events (DESIGN §3).
+"""Replay: re-derive a process's state and data from its events (docs/wire-format.md).
 
 Each event is decided again with the pure `decide`, against the workflow version it
 recorded and the actor context the engine recorded for it, from the state the events

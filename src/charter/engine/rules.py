@@ -3,7 +3,7 @@
 `decide` reads a process, a workflow and an envelope and returns the Decision the
 engine's one transaction persists; it touches no database and no clock (templates and
 schedules count from the envelope's signed `at`, so a replay decides the same way).
-The checks run in DESIGN §5's order: action, role, from, input, when, reserved fields.
+The checks run in docs/architecture.md's order: action, role, from, input, when, reserved fields.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class AutoWork:
     """An automatic action that became available after the event.
 
     `error` says why its data could not be rendered: the row is then recorded failed,
-    and the event that reached the state is accepted all the same (DESIGN §6.2).
+    and the event that reached the state is accepted all the same (docs/automation.md).
     """
 
     action: str
@@ -126,7 +126,7 @@ def available_auto_actions(
     actor: ActorContext,
     event_hash: str,
 ) -> tuple[AutoWork, ...]:
-    """Automatic actions eligible on the committed state (DESIGN §6.2).
+    """Automatic actions eligible on the committed state (docs/automation.md).
 
     An automatic action is not queued again by its own firing: that would loop forever
     on actions that stay eligible (an `update` from "*").

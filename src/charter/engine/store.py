@@ -501,7 +501,7 @@ def event_from_row(row: tuple[Any, ...]) -> StoredEvent:
 
 # The timestamptz columns of scheduled_actions and automation_queue: to_jsonb writes them
 # as PostgreSQL prints them (+00:00, microseconds); the API speaks RFC 3339 UTC with
-# milliseconds everywhere (DESIGN §8).
+# milliseconds everywhere (docs/api.md).
 _WORK_TIMES = frozenset(
     {"cancelled_at", "claimed_at", "completed_at", "created_at", "last_attempt_at",
      "last_fired_at", "lease_expires_at", "not_before", "queued_at", "run_at", "until_ts"}

@@ -1,4 +1,5 @@
-"""Verify a process's hash chain and export it for offline audit (DESIGN §3, §8).
+"""Verify a process's hash chain and export it for offline audit (docs/wire-format.md and
+docs/api.md).
 
 `verify_process` and `export_bundle` read one consistent snapshot as the reader role, in
 a handful of queries whatever the number of events (no per-event round trips);

@@ -1,4 +1,4 @@
-"""The pure verifier: checks Evidence the way DESIGN §3 says an auditor would.
+"""The pure verifier: checks Evidence the way docs/wire-format.md says an auditor would.
 
 Every hash recomputes from the exact envelope text, the text is canonical and agrees
 with its row, every signature verifies (strictly) against `actor`, seq runs 1..n, each

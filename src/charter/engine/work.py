@@ -1,4 +1,4 @@
-"""Durable automation work rows and the provenance fired events carry (DESIGN §6).
+"""Durable automation work rows and the provenance fired events carry (docs/automation.md).
 
 The worker copies provenance from a work row into `input.meta.automation`; the engine
 rebuilds the same provenance from the row at fire time and refuses any difference, so

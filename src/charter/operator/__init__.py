@@ -1,1 +1,1 @@
-"""The operator views (issue 11): lists, counts and live hints across processes."""
+"""The operator views: lists, counts and live hints across processes."""

@@ -5,7 +5,7 @@ Each hint gets an id from a per-process counter and is kept in a ring buffer, so
 that reconnects with `Last-Event-ID` gets what it missed, or a `reset` when that is no
 longer in the buffer (or the id is from another process's life). A subscriber whose
 queue is full is dropped rather than allowed to hold up the others: its stream ends and
-its reconnect replays from the buffer. Hints stay hints (DESIGN §6.3): the tables are
+its reconnect replays from the buffer. Hints stay hints (docs/automation.md): the tables are
 the truth, and a `reset` tells a client to read them again.
 """
 

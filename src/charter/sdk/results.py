@@ -371,7 +371,7 @@ def _strings(r: _Reader, key: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Process:
-    """A process (DESIGN §8): its state, data, head and seq."""
+    """A process (docs/wire-format.md): its state, data, head and seq."""
 
     id: str
     workflow: str
@@ -659,7 +659,7 @@ def _counts(r: _Reader, key: str) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Machine:
-    """A registered machine (DESIGN §7): the DPoP key it proves with, and whether the
+    """A registered machine (docs/machines.md): the DPoP key it proves with, and whether the
     API refuses it."""
 
     id: str

@@ -1,4 +1,4 @@
-"""The transparency log's pure core (design: transparency-log.md §1b).
+"""The transparency log's pure core (docs/transparency-log.md).
 
 Formats only, no I/O: RFC 6962 Merkle hashing and proofs (`merkle`), the 88-byte log
 entry (`entry`), C2SP signed notes (`note`), checkpoints and cosignatures

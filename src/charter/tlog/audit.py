@@ -1,4 +1,4 @@
-"""Checking chains against a log mirror (design §1b.7, steps 1, 2, 4 and 5).
+"""Checking chains against a log mirror (docs/transparency-log.md, "Check chains against it").
 
 A mirror is a log directory (the sequencer's own, or a copy). Its checkpoint must satisfy
 the policy; its tiles must lead to the checkpoint root (so every entry is the one the

@@ -1,5 +1,5 @@
-"""The `log` member of a `charter-export/2` bundle (design §1b.6) and its offline check
-(§1b.7, steps 1 to 3 without a mirror).
+"""The `log` member of a `charter-export/2` bundle (docs/transparency-log.md, "Bundles") and its
+offline check, without a mirror.
 
     "log": {"origin", "process_key": <64 hex>|null, "seq": n, "proof": <tlog-proof>|null,
             "unlogged": k}
@@ -140,7 +140,7 @@ def check_bundle_log(
     trust: BundleTrust,
     now: datetime,
 ) -> tuple[list[Problem], JsonObject | None]:
-    """The log problems of a bundle and the report's `log` object (design §1b.7), None
+    """The log problems of a bundle and the report's `log` object, None
     for a bundle without a log (`charter-export/1`, or a deployment without one)."""
     member = _member(bundle)
     if member is None or member.proof is None or member.process_key is None:

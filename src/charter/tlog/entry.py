@@ -4,11 +4,11 @@
         opaque label[16] = "charter-event/1\n";
         opaque process_key[32];      // HMAC-SHA256(log_salt, UTF-8(process_id))
         uint64 seq;                  // big-endian, 1..
-        opaque event_hash[32];       // SHA-256 of the JCS envelope (DESIGN §3)
+        opaque event_hash[32];       // SHA-256 of the JCS envelope (docs/wire-format.md)
     } LogEntry;
 
 Naming the stream and position in every leaf is what lets a monitor compute each
-process's latest logged head from the log alone (design §1a, "Synthesis").
+process's latest logged head from the log alone (docs/transparency-log.md, "Formats").
 """
 
 from __future__ import annotations

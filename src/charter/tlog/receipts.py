@@ -1,5 +1,5 @@
 """`POST /v1/events?wait=log`: the answer waits until the event is in a published
-checkpoint and carries its inclusion proof (design §1b.4, the receipt path).
+checkpoint and carries its inclusion proof (docs/transparency-log.md, "Receipts").
 
 A submitter that keeps the proof closes the window in which an attacker with the database
 could delete an event that was committed but not yet logged. The wait polls: the

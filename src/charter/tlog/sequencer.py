@@ -1,4 +1,5 @@
-"""The sequencer: integrates queued events into the log directory (design §1b.3).
+"""The sequencer: integrates queued events into the log directory
+(docs/transparency-log.md, "The sequencer").
 
 One leader at a time holds `pg_try_advisory_lock(hashtext('charter.log'))` on its own
 session; a standby retries until the lock frees. Each tick takes the oldest queued
@@ -179,7 +180,7 @@ class Sequencer:
         return None
 
     def start(self, conn: Conn) -> None:
-        """Catch up after a restart (design "Restart reconciliation")."""
+        """Catch up after a restart (reconcile the directory with the database's log tables)."""
         self._log.adopt_legacy_state()
         self._log.clear_halt()
         FIGURES.clear_halt()  # a restart is the operator's acknowledgement

@@ -81,7 +81,7 @@ def record_batch(
     note: str,
     witnessed: bool,
 ) -> None:
-    """Step 6 of the design: entries, dequeue and checkpoint in the caller's transaction."""
+    """The sequencer's commit step: entries, dequeue and checkpoint in the caller's transaction."""
     if logged:
         conn.execute(
             query("log_record_entries"),

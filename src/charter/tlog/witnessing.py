@@ -1,4 +1,5 @@
-"""The sequencer's publish step when the policy names witnesses (design §1b.3, step 4).
+"""The sequencer's publish step when the policy names witnesses (docs/transparency-log.md,
+"Publishing through witnesses").
 
 The sequencer's policy file (`CHARTER_LOG_POLICY_FILE`, default the `charter.policy`
 that `charter log init` wrote beside the key) is C2SP tlog-policy. Its `witness` lines

@@ -1,4 +1,4 @@
--- Roles of DESIGN §2 and the schema every Charter object lives in.
+-- The database roles (docs/architecture.md) and the schema every Charter object lives in.
 -- Roles are cluster-wide: create each once and tolerate a concurrent creator.
 DO $$
 DECLARE

@@ -6,7 +6,7 @@ CREATE TABLE charter.actors (
     disabled_at timestamptz,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
-    -- Only the automation actor may hold AUTOMATION (DESIGN §4).
+    -- Only the automation actor may hold AUTOMATION (docs/automation.md).
     CONSTRAINT automation_role_reserved CHECK (id = 'automation' OR NOT 'AUTOMATION' = ANY (roles))
 );
 

@@ -1,4 +1,4 @@
--- Processes, their hash-chained events, and the system log (DESIGN §3, §5).
+-- Processes, their hash-chained events, and the system log (docs/wire-format.md).
 
 CREATE TABLE charter.processes (
     id text PRIMARY KEY CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'),

@@ -1,4 +1,4 @@
--- Durable automation work the engine materializes (first seed, DESIGN §6):
+-- Durable automation work the engine materializes (docs/automation.md):
 -- scheduled actions and the automatic-action queue, with provenance and leases.
 
 CREATE TABLE charter.scheduled_actions (
@@ -89,7 +89,7 @@ CREATE TABLE charter.automation_queue (
         status <> 'claimed'
         OR (claimed_by IS NOT NULL AND lease_expires_at IS NOT NULL AND lease_token IS NOT NULL)
     ),
-    -- Deduplicated on (process, action, causing event), as the seed says.
+    -- Deduplicated on (process, action, causing event).
     UNIQUE (process_id, action_name, queued_by_event_hash)
 );
 CREATE INDEX automation_queue_pending ON charter.automation_queue (queued_at) WHERE status = 'pending';
@@ -97,7 +97,7 @@ CREATE INDEX automation_queue_leases
     ON charter.automation_queue (lease_expires_at) WHERE status = 'claimed';
 CREATE INDEX automation_queue_process ON charter.automation_queue (process_id);
 
--- Work rows are statused, never deleted (seed: "no delete/edit/reorder").
+-- Work rows are statused, never deleted (nothing is deleted, edited or reordered).
 CREATE TRIGGER scheduled_actions_no_delete BEFORE DELETE ON charter.scheduled_actions
     FOR EACH ROW EXECUTE FUNCTION charter.forbid_change();
 CREATE TRIGGER scheduled_actions_no_truncate BEFORE TRUNCATE ON charter.scheduled_actions

@@ -1,4 +1,4 @@
--- Privileges (DESIGN §2): the engine is the only writer of governed state; the worker
+-- Privileges (docs/architecture.md): the engine is the only writer of governed state; the worker
 -- and the reader read. Nobody but the owner may TRUNCATE, and triggers stop even that.
 
 REVOKE ALL ON ALL TABLES IN SCHEMA charter FROM PUBLIC;

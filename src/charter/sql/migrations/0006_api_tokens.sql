@@ -1,4 +1,4 @@
--- Bearer tokens for reads and administration (DESIGN §8), stored as SHA-256 hashes.
+-- Bearer tokens for reads and administration (docs/api.md), stored as SHA-256 hashes.
 
 CREATE TABLE charter.api_tokens (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),

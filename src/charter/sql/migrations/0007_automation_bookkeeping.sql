@@ -1,4 +1,4 @@
--- Exactly-once firing and the automation worker's bookkeeping functions (DESIGN §6.3).
+-- Exactly-once firing and the automation worker's bookkeeping functions (docs/automation.md).
 --
 -- The worker holds no write privilege on any table: it changes work rows only through
 -- these SECURITY DEFINER functions, which touch nothing but work-row status, attempt,

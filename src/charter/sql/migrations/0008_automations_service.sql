@@ -1,4 +1,4 @@
--- The automations service (second seed, DESIGN §7): automations with cron and webhook
+-- The automations service (docs/automations.md): automations with cron and webhook
 -- triggers and one plan; the durable run ledger with leases and a step journal;
 -- machines that authenticate with DPoP.
 

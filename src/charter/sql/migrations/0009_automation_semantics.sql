@@ -1,4 +1,4 @@
--- Automation semantics (DESIGN §6.2, §6.4): a retry budget per occurrence, and bounded
+-- Automation semantics (docs/automation.md): a retry budget per occurrence, and bounded
 -- cascades of automatic actions.
 
 -- Attempts of the occurrence now due: reset when an occurrence is accepted or skipped,

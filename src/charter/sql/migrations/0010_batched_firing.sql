@@ -1,4 +1,4 @@
--- The batched firing path (DESIGN §6.4): the automation worker locks due work, fires it
+-- The batched firing path (docs/automation.md): the automation worker locks due work, fires it
 -- and records the results in one transaction. The lock is the claim: nothing else may
 -- fire, cancel or record a row this transaction holds, a crash rolls everything back,
 -- and no lease (an UPDATE of every row, twice) is needed for work not held across

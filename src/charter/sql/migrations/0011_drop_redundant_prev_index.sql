@@ -1,5 +1,5 @@
--- UNIQUE (process_id, prev_hash) is redundant (DESIGN §10: "where a test shows it is
--- needed"; tests/integration/test_triggers.py shows it is not). Two events of one
+-- UNIQUE (process_id, prev_hash) is redundant (a constraint is kept only
+-- where a test shows it is needed; tests/integration/test_triggers.py shows it is not). Two events of one
 -- process naming the same predecessor would need the same seq: the chain trigger lets
 -- an event in only at head seq + 1 with prev = the head, the head guard ties the head's
 -- seq to the event it names, and hashes are unique, so a second event with that prev

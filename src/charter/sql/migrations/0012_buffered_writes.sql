@@ -1,5 +1,5 @@
--- The engine's writes of one or many events as one statement (DESIGN §5; issue: the
--- governed write path). The engine decides in Python and queues every write of an event
+-- The engine's writes of one or many events as one statement (docs/architecture.md,
+-- "The write path"). The engine decides in Python and queues every write of an event
 -- — the event, the new head, the firing it records, cancellations, schedules, queue rows
 -- and log rows — then sends them all with one call of apply_writes_v1, in order: one
 -- statement instead of a dozen, fewer round trips, less per-statement work on both

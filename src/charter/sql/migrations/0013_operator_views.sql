@@ -1,4 +1,4 @@
--- The operator views (issue 11): indexes for the newest-first process list and hints
+-- The operator views (docs/operator.md): indexes for the newest-first process list and hints
 -- for the live stream.
 
 -- GET /v1/processes pages newest first by (updated_at, id). Without this index a page of
@@ -20,7 +20,7 @@ CREATE INDEX scheduled_actions_by_time ON charter.scheduled_actions (run_at, id)
 CREATE INDEX automation_queue_by_time ON charter.automation_queue (queued_at, id);
 
 -- Run changes as hints for GET /v1/stream: a run changes status a few times in its
--- life, so one NOTIFY per status change is cheap. Ids only (DESIGN §6.3); the
+-- life, so one NOTIFY per status change is cheap. Ids only (docs/architecture.md); the
 -- principal lets the stream show a run only to its owner.
 CREATE FUNCTION charter.notify_run_changed_v1() RETURNS trigger
 LANGUAGE plpgsql SET search_path = charter, pg_temp AS $$

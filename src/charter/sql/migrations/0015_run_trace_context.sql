@@ -1,4 +1,4 @@
--- Traces (issue 12): a run carries the W3C trace context of the span that admitted it
+-- Traces (docs/operations.md): a run carries the W3C trace context of the span that admitted it
 -- (a webhook delivery's request, a manual trigger's, a cron admission's new trace), so
 -- the machine's step spans continue that trace. NULL when tracing was off at admission.
 ALTER TABLE charter.runs ADD COLUMN traceparent text

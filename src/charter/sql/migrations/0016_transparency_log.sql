@@ -1,4 +1,4 @@
--- The transparency log's database side (issue 13; design transparency-log.md §1b.3).
+-- The transparency log's database side (docs/transparency-log.md).
 -- Every accepted event is queued for the sequencer in the transaction that accepts it;
 -- the sequencer appends it to the log files (the truth) and records what it logged here
 -- (a cache: verifiers never read these tables).

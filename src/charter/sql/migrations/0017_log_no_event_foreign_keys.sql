@@ -1,4 +1,4 @@
--- The log's tables no longer reference charter.events by foreign key (issue 13, cost).
+-- The log's tables no longer reference charter.events by foreign key, for their cost.
 --
 -- Each foreign-key check takes FOR KEY SHARE on the referenced event row: a row lock
 -- written to the event's heap page and the WAL for every event, once in the commit path

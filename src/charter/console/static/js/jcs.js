@@ -1,4 +1,4 @@
-// RFC 8785 (JCS) canonical JSON, the bytes Charter signs and hashes (DESIGN §3).
+// RFC 8785 (JCS) canonical JSON, the bytes Charter signs and hashes (docs/wire-format.md).
 //
 // Written here rather than vendored: RFC 8785 defines its number and string forms as
 // ECMAScript's own JSON.stringify (ES2019+: shortest round-trip numbers, -0 as 0,

@@ -1,4 +1,4 @@
-// Ed25519 signing in the browser with WebCrypto (DESIGN §3). The secret key is read from
+// Ed25519 signing in the browser with WebCrypto (docs/wire-format.md). The secret key is read from
 // the key file `charter keys new` writes (64 lowercase hex characters: the 32-byte seed,
 // an optional newline), imported as a non-extractable CryptoKey, and never leaves this
 // page: nothing here sends or stores it.
