@@ -32,6 +32,8 @@ PLAN: dict[str, Any] = {
     ],
 }
 
+OWNER_SCOPES = ("automations:read", "automations:write", "runs:read", "runs:execute")
+
 
 @dataclass(frozen=True)
 class Result:
@@ -76,7 +78,8 @@ class Cli:
 
 @pytest.fixture
 def cli(h: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    token = h.token("*", principal=f"cli-{uuid.uuid4().hex[:8]}")
+    # Not `*`: an admin token would list every principal's automations.
+    token = h.token(*OWNER_SCOPES, principal=f"cli-{uuid.uuid4().hex[:8]}")
     monkeypatch.setenv("COLUMNS", "250")  # tables as wide as a terminal, not truncated
     monkeypatch.setattr(
         automations_cli,

@@ -48,6 +48,8 @@ PLAN: dict[str, Any] = {
     "limits": {"stepTimeoutSeconds": 2},
 }
 
+OWNER_SCOPES = ("automations:read", "automations:write", "runs:read", "runs:execute")
+
 
 @pytest.fixture(scope="module")
 def h(database: Database) -> Iterator[Harness]:
@@ -62,7 +64,8 @@ def client_for(h: Harness, token: str) -> Client:
 
 @pytest.fixture
 def api(h: Harness) -> Client:
-    return client_for(h, h.token("*", principal=f"c-{uuid.uuid4().hex[:8]}"))
+    # Not `*`: an admin token sees every principal's automations.
+    return client_for(h, h.token(*OWNER_SCOPES, principal=f"c-{uuid.uuid4().hex[:8]}"))
 
 
 # --- defaults ---------------------------------------------------------------------------
@@ -316,7 +319,7 @@ def test_errors_are_their_charter_error_subclasses(h: Harness, api: Client) -> N
     with pytest.raises(Malformed):
         api.runs(status="sent")
 
-    stranger = client_for(h, h.token("*", principal="stranger"))
+    stranger = client_for(h, h.token(*OWNER_SCOPES, principal="stranger"))
     with pytest.raises(NotFound):
         stranger.automation(automation.id)
     with pytest.raises(NotFound):

@@ -85,8 +85,8 @@ def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
 
 @pytest.fixture
 def api(h: Harness) -> Api:
-    """A fresh principal with every scope."""
-    return Api(h, h.token("*", principal=f"user-{uuid.uuid4().hex[:8]}"))
+    """A fresh principal with every automation scope (not `*`, which sees everyone's)."""
+    return Api(h, h.token(*AUTOMATION_SCOPES, principal=f"user-{uuid.uuid4().hex[:8]}"))
 
 
 # --- automations ------------------------------------------------------------------------
@@ -97,7 +97,10 @@ def test_create_show_update_and_delete_an_automation(api: Api) -> None:
     assert created["name"] == "nightly report"
     assert created["target"] == "laptop-1"
     assert created["enabled"] is True
-    assert set(created) == {"id", "name", "target", "enabled", "created_at", "updated_at"}
+    assert set(created) == {
+        "id", "principal", "name", "target", "enabled", "created_at", "updated_at"
+    }  # fmt: skip
+    assert created["principal"].startswith("user-")
     path = f"/v1/automations/{created['id']}"
 
     shown = api.ok("GET", path)
@@ -581,7 +584,7 @@ def test_a_manual_trigger_admits_a_pending_run_with_the_plan_snapshot(api: Api) 
         "limits": PLAN["limits"],
     }
     assert "lease_token" not in run
-    assert "principal" not in run
+    assert run["principal"].startswith("user-")  # the automation's owner
     # No body at all, or {}: the input is {}.
     empty = api.h.http.post(f"/v1/automations/{automation_id}/runs", headers=api.headers)
     assert empty.status_code == 201, empty.text
@@ -754,8 +757,8 @@ def test_narrow_scopes_do_what_they_name(h: Harness) -> None:
 
 
 def test_principals_see_and_change_only_their_own(h: Harness) -> None:
-    alice = Api(h, h.token("*", principal=f"alice-{uuid.uuid4().hex[:6]}"))
-    bob = Api(h, h.token("*", principal=f"bob-{uuid.uuid4().hex[:6]}"))
+    alice = Api(h, h.token(*AUTOMATION_SCOPES, principal=f"alice-{uuid.uuid4().hex[:6]}"))
+    bob = Api(h, h.token(*AUTOMATION_SCOPES, principal=f"bob-{uuid.uuid4().hex[:6]}"))
     automation_id = alice.with_plan()
     base = f"/v1/automations/{automation_id}"
     schedule = alice.ok("POST", f"{base}/schedules", {"cron": "0 9 * * *", "timezone": "UTC"}, 201)

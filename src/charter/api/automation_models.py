@@ -17,8 +17,12 @@ _TIME = Field(description=TIME)
 RunStatus = Literal["pending", "running", "completed", "failed"]
 
 
+_OWNER = Field(pattern=PRINCIPAL, description="The principal it belongs to.")
+
+
 class Automation(BaseModel):
     id: str = Field(pattern=UUID)
+    principal: str = _OWNER
     name: str
     target: str = Field(pattern=NAME)
     enabled: bool
@@ -86,6 +90,7 @@ class AutomationDetail(Automation):
 
 class Run(BaseModel):
     id: str = Field(pattern=UUID)
+    principal: str = _OWNER
     automation_id: str = Field(pattern=UUID)
     trigger_id: str | None
     trigger_kind: Literal["manual", "schedule", "webhook"]

@@ -1,7 +1,10 @@
 """Actors: list (`processes:read`); register, rotate keys, roles, disable (`actors:write`).
 
 Listing actors takes only `processes:read`: events name their actors, and a reader of
-events needs to see who they are.
+events needs to see who they are. The automation actor's key signs every automated
+event: registering it, rotating its key, disabling or enabling it takes a `*` token,
+and its roles never change (AUTOMATION alone, `automation_roles_fixed`). Every change
+is written to system_log with the token's principal.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from charter.api.contract import PRINCIPAL, answers
 from charter.api.models import Actor, Actors
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
+from charter.core.errors import Forbidden
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Role
 from charter.engine import actors
+from charter.engine.records import AUTOMATION_ACTOR_ID
 
 router = APIRouter(tags=["actors"])
 Context = Annotated[Services, Depends(services)]
@@ -30,6 +35,22 @@ Body = Annotated[JsonValue, Depends(json_body)]
 ActorId = Annotated[str, Path(description="An actor id.", json_schema_extra={"pattern": PRINCIPAL})]
 _NOT_FOUND = {404: "`not_found`: no such actor."}
 _KEY = {422: "`invalid_public_key`: not a canonical Ed25519 key, or a small-order one."}
+_STAR = {403: "`forbidden`: the token lacks `actors:write`, or (for the automation actor) `*`."}
+_FIXED = "`automation_roles_fixed`: the automation actor holds AUTOMATION alone."
+
+
+def _changer(token: TokenInfo) -> actors.Changer:
+    return actors.Changer(token.principal, token.id)
+
+
+def _guard_automation(actor_id: str, token: TokenInfo, what: str) -> None:
+    """The automation actor's key and status change only with a `*` token."""
+    if actor_id == AUTOMATION_ACTOR_ID and not token.admin:
+        raise Forbidden(
+            f"{what} the automation actor takes a '*' token: its key signs every "
+            "automated event (this token has actors:write only)",
+            scope="*",
+        )
 
 
 @router.get("/v1/actors", **answers(Actors))
@@ -51,15 +72,25 @@ def get_actor(actor_id: ActorId, context: Context, _token: Reader) -> JSONRespon
     "/v1/actors",
     openapi_extra=schemas.ACTOR,
     **answers(
-        Actor, 409, 422, status=201, why={409: "`duplicate`: the id or key is taken.", **_KEY}
+        Actor, 409, 422,
+        status=201,
+        why={
+            **_STAR,
+            409: "`duplicate`: the id or key is taken.",
+            422: f"{_KEY[422]} {_FIXED}",
+        },
     ),
-)
-def add_actor(body: Body, context: Context, _token: Writer) -> JSONResponse:
-    """Register an actor with its first key (checked: canonical, not small-order)."""
+)  # fmt: skip
+def add_actor(body: Body, context: Context, token: Writer) -> JSONResponse:
+    """Register an actor with its first key (checked: canonical, not small-order). The
+    automation actor takes a `*` token and the AUTOMATION role alone."""
     request = fields(body, {"id", "public_key", "roles"})
+    actor_id, roles = text(request, "id"), strings(request, "roles")
+    actors.check_roles(actor_id, roles)
+    _guard_automation(actor_id, token, "registering")
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = actors.add_actor(
-            conn, text(request, "id"), text(request, "public_key"), strings(request, "roles")
+            conn, actor_id, text(request, "public_key"), roles, by=_changer(token)
         )
     return JSONResponse(record.to_json(), status_code=201)
 
@@ -68,39 +99,48 @@ def add_actor(body: Body, context: Context, _token: Writer) -> JSONResponse:
     "/v1/actors/{actor_id}/keys",
     openapi_extra=schemas.KEY,
     **answers(
-        Actor, 404, 409, 422, why={**_NOT_FOUND, 409: "`duplicate`: the key is taken.", **_KEY}
+        Actor, 404, 409, 422,
+        why={**_STAR, **_NOT_FOUND, 409: "`duplicate`: the key is taken.", **_KEY},
     ),
-)
-def rotate_key(actor_id: ActorId, body: Body, context: Context, _token: Writer) -> JSONResponse:
-    """Give the actor a new key; the old one is retired and still verifies its events."""
+)  # fmt: skip
+def rotate_key(actor_id: ActorId, body: Body, context: Context, token: Writer) -> JSONResponse:
+    """Give the actor a new key; the old one is retired and still verifies its events
+    (the automation actor's: a `*` token only)."""
     request = fields(body, {"public_key"})
+    _guard_automation(actor_id, token, "rotating the key of")
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        record = actors.rotate_key(conn, actor_id, text(request, "public_key"))
+        record = actors.rotate_key(conn, actor_id, text(request, "public_key"), by=_changer(token))
     return JSONResponse(record.to_json())
 
 
 @router.post(
     "/v1/actors/{actor_id}/roles",
     openapi_extra=schemas.ROLES,
-    **answers(Actor, 404, why=_NOT_FOUND),
+    **answers(Actor, 404, 422, why={**_NOT_FOUND, 422: _FIXED}),
 )
-def set_roles(actor_id: ActorId, body: Body, context: Context, _token: Writer) -> JSONResponse:
-    """Replace the actor's roles."""
+def set_roles(actor_id: ActorId, body: Body, context: Context, token: Writer) -> JSONResponse:
+    """Replace the actor's roles (never the automation actor's: 422
+    `automation_roles_fixed`)."""
     request = fields(body, {"roles"})
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        record = actors.set_roles(conn, actor_id, strings(request, "roles"))
+        record = actors.set_roles(conn, actor_id, strings(request, "roles"), by=_changer(token))
     return JSONResponse(record.to_json())
 
 
-@router.post("/v1/actors/{actor_id}/disable", **answers(Actor, 404, why=_NOT_FOUND))
-def disable(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
-    """Disable the actor: its key signs nothing new; its history stays verifiable."""
+@router.post("/v1/actors/{actor_id}/disable", **answers(Actor, 404, why={**_STAR, **_NOT_FOUND}))
+def disable(actor_id: ActorId, context: Context, token: Writer) -> JSONResponse:
+    """Disable the actor: its key signs nothing new; its history stays verifiable (the
+    automation actor: a `*` token only)."""
+    _guard_automation(actor_id, token, "disabling")
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        return JSONResponse(actors.set_disabled(conn, actor_id, True).to_json())
+        record = actors.set_disabled(conn, actor_id, True, by=_changer(token))
+    return JSONResponse(record.to_json())
 
 
-@router.post("/v1/actors/{actor_id}/enable", **answers(Actor, 404, why=_NOT_FOUND))
-def enable(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
-    """Enable a disabled actor again."""
+@router.post("/v1/actors/{actor_id}/enable", **answers(Actor, 404, why={**_STAR, **_NOT_FOUND}))
+def enable(actor_id: ActorId, context: Context, token: Writer) -> JSONResponse:
+    """Enable a disabled actor again (the automation actor: a `*` token only)."""
+    _guard_automation(actor_id, token, "enabling")
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        return JSONResponse(actors.set_disabled(conn, actor_id, False).to_json())
+        record = actors.set_disabled(conn, actor_id, False, by=_changer(token))
+    return JSONResponse(record.to_json())

@@ -3,7 +3,8 @@ schedule and webhook triggers, their one plan, and manual runs.
 
 Reads take `automations:read`, changes `automations:write`, a manual run
 `runs:execute`. A principal sees and changes only its own automations: another's ids
-are 404, never 403. Bodies are strict I-JSON; unknown or missing keys are 400
+are 404, never 403. A `*` token sees and changes every principal's (what it creates
+is its own). Bodies are strict I-JSON; unknown or missing keys are 400
 `malformed`, bad values 422 with a code per kind (`invalid_automation`,
 `invalid_schedule`, `invalid_webhook`, `invalid_plan`).
 """
@@ -72,8 +73,10 @@ AutomationId = Annotated[
     str, Path(description="An automation's id.", json_schema_extra={"pattern": UUID})
 ]
 TriggerId = Annotated[str, Path(description="A trigger's id.", json_schema_extra={"pattern": UUID})]
-_MISSING = {404: "`not_found`: no such automation of the token's principal."}
-_TRIGGER_MISSING = {404: "`not_found`: no such automation or trigger of the principal's."}
+_MISSING = {404: "`not_found`: no such automation of the token's principal (of anyone's, for `*`)."}
+_TRIGGER_MISSING = {
+    404: "`not_found`: no such automation or trigger of the principal's (of anyone's, for `*`)."
+}
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": control.MAX_NAME}
 _TARGET = {"type": "string", "pattern": f"^{control.TARGET.pattern}$"}
@@ -179,7 +182,7 @@ _INVALID_WEBHOOK = {
 
 
 def _control(conn: control.Conn, token: TokenInfo, context: Services) -> Control:
-    return Control(conn, token.principal, context.engine.clock)
+    return Control(conn, token.principal, context.engine.clock, everyone=token.admin)
 
 
 def _gone() -> Response:
@@ -212,7 +215,8 @@ def create_automation(context: Context, token: Writer, body: Body) -> JSONRespon
 def list_automations(
     context: Context, token: Reader, cursor: Cursor = None, limit: Limit = control.DEFAULT_PAGE
 ) -> JSONResponse:
-    """A page of the principal's automations, oldest first: `{"items", "next_cursor"}`."""
+    """A page of the principal's automations (every principal's for `*`), oldest first:
+    `{"items", "next_cursor"}`."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found, following = _control(conn, token, context).list_automations(
             cursor=cursor, limit=limit

@@ -1,5 +1,6 @@
 """Runs of the principal's automations (`runs:read`): the ledger, newest first, and one
-run with its step journal. Another principal's runs are 404, never 403."""
+run with its step journal. Another principal's runs are 404, never 403; a `*` token
+sees and acts on every principal's."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ Context = Annotated[Services, Depends(services)]
 Reader = Annotated[TokenInfo, Depends(require("runs:read"))]
 Executor = Annotated[TokenInfo, Depends(require("runs:execute"))]
 RunId = Annotated[str, Path(description="A run's id.", json_schema_extra={"pattern": UUID})]
-_MISSING = {404: "`not_found`: no such run of the token's principal."}
+_MISSING = {404: "`not_found`: no such run of the token's principal (of anyone's, for `*`)."}
 
 
 @router.get("/v1/runs", **answers(RunPage))
@@ -57,7 +58,8 @@ def list_runs(
         ),
     ] = control.DEFAULT_PAGE,
 ) -> JSONResponse:
-    """A page of the principal's runs, newest first: `{"items", "next_cursor"}`."""
+    """A page of the principal's runs (every principal's for `*`), newest first:
+    `{"items", "next_cursor"}`."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         runs, following = ledger.list_runs(
             conn,
@@ -66,6 +68,7 @@ def list_runs(
             automation_id=_filter_id(automation_id),
             cursor=cursor,
             limit=control.check_limit(limit),
+            everyone=token.admin,
         )
     return JSONResponse({"items": [r.to_json() for r in runs], "next_cursor": following})
 
@@ -74,7 +77,7 @@ def list_runs(
 def show_run(run_id: RunId, context: Context, token: Reader) -> JSONResponse:
     """A run (with its immutable plan snapshot) and its step journal in plan order."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
-        run = ledger.get_run(conn, token.principal, run_id)
+        run = ledger.get_run(conn, token.principal, run_id, everyone=token.admin)
         steps = ledger.run_steps(conn, run.id)
     return JSONResponse({**run.to_json(), "steps": [s.to_json() for s in steps]})
 
@@ -89,7 +92,11 @@ def cancel_run(run_id: RunId, context: Context, token: Executor) -> JSONResponse
     finished already)."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         run = ledger.cancel_run(
-            conn, token.principal, run_id, now=context.engine.clock.now_or_none()
+            conn,
+            token.principal,
+            run_id,
+            now=context.engine.clock.now_or_none(),
+            everyone=token.admin,
         )
     return JSONResponse(run.to_json())
 
@@ -111,12 +118,12 @@ def retry_run(run_id: RunId, context: Context, token: Executor) -> JSONResponse:
     and the automation's current plan (409 `run_not_failed` for a run that has not
     failed; 409 when the automation is paused or has no plan). Answers the new run."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        failed = ledger.get_run(conn, token.principal, run_id)
+        failed = ledger.get_run(conn, token.principal, run_id, everyone=token.admin)
         if failed.status != "failed":
             raise ledger.RunNotFailed(
                 f"run {failed.id} is {failed.status}: only a failed run is retried"
             )
-        control = Control(conn, token.principal, context.engine.clock)
+        control = Control(conn, token.principal, context.engine.clock, everyone=token.admin)
         run = control.trigger(failed.automation_id, failed.input)
     return JSONResponse(run.to_json(), status_code=201)
 

@@ -60,6 +60,12 @@ class TokenInfo:
     def grants(self, scope: str) -> bool:
         return ALL_SCOPES in self.scopes or scope in self.scopes
 
+    @property
+    def admin(self) -> bool:
+        """A `*` token: it sees and changes every principal's automations, runs and
+        machines, and may change the automation actor's key and status."""
+        return ALL_SCOPES in self.scopes
+
     def to_json(self) -> JsonObject:
         return {
             "id": self.id,

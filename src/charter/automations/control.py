@@ -2,7 +2,9 @@
 their schedule and webhook triggers, their one plan, and manual runs.
 
 Every read and change is scoped to one principal: another principal's ids are simply
-not found (never "forbidden"), so nothing leaks whether they exist. Webhook secrets
+not found (never "forbidden"), so nothing leaks whether they exist. An administrator
+(`everyone`, a `*` token) sees and changes every principal's; what it creates is still
+its own. Webhook secrets
 are write-only: they go in (or are generated and shown once) and never come back out;
 no query here selects them.
 
@@ -118,6 +120,7 @@ class AutomationRecord(RowRecord):
     def to_json(self) -> JsonObject:
         return {
             "id": str(self.id),
+            "principal": self.principal,
             "name": self.name,
             "target": self.target,
             "enabled": self.enabled,
@@ -391,12 +394,14 @@ def parse_id(value: uuid.UUID | str, what: str) -> uuid.UUID:
 
 class Control:
     """One principal's view of its automations over one connection (the caller owns
-    the transaction). Others' automations, triggers and plans are NotFound."""
+    the transaction). Others' automations, triggers and plans are NotFound, unless
+    `everyone` (an administrator's view: every principal's, created ones its own)."""
 
-    def __init__(self, conn: Conn, principal: str, clock: Clock) -> None:
+    def __init__(self, conn: Conn, principal: str, clock: Clock, *, everyone: bool = False) -> None:
         self.conn = conn
         self.principal = principal
         self.clock = clock
+        self.everyone = everyone
 
     # --- automations ------------------------------------------------------------------
 
@@ -669,7 +674,12 @@ class Control:
             raise InvalidSchedule(exc.message, field="cron") from None
 
     def _params(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"principal": self.principal, "now": self.clock.now_or_none(), **params}
+        return {
+            "principal": self.principal,
+            "everyone": self.everyone,
+            "now": self.clock.now_or_none(),
+            **params,
+        }
 
     def _one(self, query_name: str, /, **params: Any) -> dict[str, Any] | None:
         with translated(), self.conn.cursor(row_factory=dict_row) as cur:

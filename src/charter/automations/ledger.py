@@ -58,6 +58,7 @@ class RunRecord(RowRecord):
         """The API shape; the lease token is a secret of the machine holding it."""
         return {
             "id": str(self.id),
+            "principal": self.principal,
             "automation_id": str(self.automation_id),
             "trigger_id": str(self.trigger_id) if self.trigger_id else None,
             "trigger_kind": self.trigger_kind,
@@ -137,11 +138,15 @@ def admit_run(
     return RunRecord.from_dict(row) if row else None
 
 
-def get_run(conn: Conn, principal: str, run_id: uuid.UUID | str) -> RunRecord:
-    """A run of `principal`'s; NotFound for others' runs too (no existence leak)."""
+def get_run(
+    conn: Conn, principal: str, run_id: uuid.UUID | str, *, everyone: bool = False
+) -> RunRecord:
+    """A run of `principal`'s (anyone's with `everyone`); NotFound for others' runs too
+    (no existence leak)."""
     with translated(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
-            query("get_run"), {"id": _uuid(run_id), "principal": principal}
+            query("get_run"),
+            {"id": _uuid(run_id), "principal": principal, "everyone": everyone},
         ).fetchone()
     if row is None:
         raise NotFound(f"no run {run_id}")
@@ -162,8 +167,10 @@ def list_runs(
     automation_id: uuid.UUID | str | None = None,
     cursor: str | None = None,
     limit: int = 50,
+    everyone: bool = False,
 ) -> tuple[list[RunRecord], str | None]:
-    """A page of runs, newest first, and the cursor of the next page (None at the end)."""
+    """A page of `principal`'s runs (everyone's with `everyone`), newest first, and the
+    cursor of the next page (None at the end)."""
     if status is not None and status not in RUN_STATUSES:
         raise Malformed(f"status must be one of {list(RUN_STATUSES)}")
     if not 1 <= limit <= 500:
@@ -174,6 +181,7 @@ def list_runs(
             query("list_runs"),
             {
                 "principal": principal,
+                "everyone": everyone,
                 "status": status,
                 "automation_id": _uuid(automation_id) if automation_id else None,
                 "before_created": before_created,
@@ -201,22 +209,29 @@ class RunNotFailed(CharterError):
 
 
 def cancel_run(
-    conn: Conn, principal: str, run_id: uuid.UUID | str, *, now: datetime | None = None
+    conn: Conn,
+    principal: str,
+    run_id: uuid.UUID | str,
+    *,
+    now: datetime | None = None,
+    everyone: bool = False,
 ) -> RunRecord:
-    """Fail a pending or running run of `principal`'s (`cancelled by an operator`)."""
+    """Fail a pending or running run of `principal`'s (anyone's with `everyone`) with
+    `cancelled by an operator`."""
     with translated(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
             query("cancel_run"),
             {
                 "id": _uuid(run_id),
                 "principal": principal,
+                "everyone": everyone,
                 "error": "cancelled by an operator",
                 "now": now,
             },
         ).fetchone()
     if row is not None:
         return RunRecord.from_dict(row)
-    found = get_run(conn, principal, run_id)  # NotFound for no run, or another's
+    found = get_run(conn, principal, run_id, everyone=everyone)  # NotFound: none, or another's
     raise RunFinished(f"run {found.id} is {found.status}: it can no longer be cancelled")
 
 

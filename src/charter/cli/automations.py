@@ -94,10 +94,11 @@ def list_(
     if as_json:
         remote.print_json({"items": [a.raw for a in items], "next_cursor": following})
         return
-    table = Table("id", "name", "target", "enabled", "created")
+    table = Table("id", "owner", "name", "target", "enabled", "created")
     for automation in items:
         table.add_row(
             automation.id,
+            Text(automation.principal or "-"),
             Text(automation.name),
             Text(automation.target),
             _yes(automation.enabled),
@@ -363,6 +364,7 @@ def _detail_panel(detail: AutomationDetail) -> Panel:
     facts.add_column(style="bold")
     facts.add_column()
     for label, value in (
+        ("owner", automation.principal or "-"),
         ("name", automation.name),
         ("target", automation.target),
         ("enabled", _yes(automation.enabled)),

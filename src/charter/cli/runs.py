@@ -95,6 +95,7 @@ def _panel(detail: RunDetail) -> Panel:
     facts.add_column(style="bold")
     facts.add_column()
     for label, value in (
+        ("owner", run.principal or "-"),
         ("automation", run.automation_id),
         ("trigger", f"{run.trigger_kind} {run.trigger_id or ''}".strip()),
         ("target", run.target),

@@ -263,6 +263,13 @@ class InvalidPublicKey(CharterError):
     http_status = 422
 
 
+class AutomationRolesFixed(CharterError):
+    """The automation actor holds the AUTOMATION role alone: its roles cannot be changed."""
+
+    code = "automation_roles_fixed"
+    http_status = 422
+
+
 class InvalidSecretKey(CharterError):
     """Not a valid Ed25519 secret key (a 32-byte seed as 64 lowercase hex)."""
 

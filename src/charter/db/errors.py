@@ -38,6 +38,12 @@ _CHARTER_CODES: dict[str, type[errors.CharterError]] = {
 }
 
 
+# Constraints whose violation is a rule with its own code, not a generic integrity error.
+_CONSTRAINTS: dict[str, type[errors.CharterError]] = {
+    "automation_actor_roles": errors.AutomationRolesFixed,
+}
+
+
 def translate(exc: psycopg.Error) -> errors.CharterError:
     """Map a psycopg error to the Charter error that says what it means."""
     message = _message(exc)
@@ -54,6 +60,9 @@ def translate(exc: psycopg.Error) -> errors.CharterError:
     if isinstance(exc, pg.UniqueViolation):
         constraint = exc.diag.constraint_name or ""
         return errors.Duplicate(message, constraint=constraint)
+    constraint = exc.diag.constraint_name or "" if exc.diag else ""
+    if isinstance(exc, pg.CheckViolation) and constraint in _CONSTRAINTS:
+        return _CONSTRAINTS[constraint](constraint=constraint)
     if isinstance(exc, pg.IntegrityError):
         return errors.IntegrityViolation(message, constraint=exc.diag.constraint_name or "")
     if isinstance(exc, pg.InsufficientPrivilege):

@@ -1,8 +1,11 @@
 """Actors: an id, roles and one active public key (docs/wire-format.md and docs/architecture.md).
 
 Keys are checked at registration (canonical, on the curve, not small-order), only the
-actor `automation` may hold AUTOMATION, and a rotated key is retired, never deleted,
-so the history it signed stays verifiable.
+actor `automation` may hold AUTOMATION and it holds AUTOMATION alone (both also database
+constraints), and a rotated key is retired, never deleted, so the history it signed
+stays verifiable. Every change is written to system_log in its transaction, with who
+made it (`by`: the API token's principal and id; none for a change made on the database
+directly, as `charter up` registering the automation actor).
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from datetime import datetime
 from typing import Any, cast
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from charter.core.ed25519 import check_public_key
-from charter.core.errors import Duplicate, Forbidden, Malformed, NotFound
-from charter.core.jsontypes import JsonObject
+from charter.core.errors import AutomationRolesFixed, Duplicate, Forbidden, Malformed, NotFound
+from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
@@ -56,10 +60,30 @@ def check_roles(actor_id: str, roles: Sequence[str]) -> list[str]:
             raise Malformed(f"role {role!r} must match {_ROLE.pattern}")
     if AUTOMATION_ROLE in roles and actor_id != AUTOMATION_ACTOR_ID:
         raise Forbidden(f"only the actor {AUTOMATION_ACTOR_ID!r} may hold {AUTOMATION_ROLE}")
+    if actor_id == AUTOMATION_ACTOR_ID and set(roles) != {AUTOMATION_ROLE}:
+        raise AutomationRolesFixed(
+            f"the automation actor holds the {AUTOMATION_ROLE} role alone: its roles "
+            f"cannot be changed (asked for {sorted(set(roles))})"
+        )
     return sorted(set(roles))
 
 
-def add_actor(conn: Conn, actor_id: str, public_key: str, roles: Sequence[str]) -> ActorRecord:
+@dataclass(frozen=True)
+class Changer:
+    """Who changes an actor: an API token's principal and id."""
+
+    principal: str
+    token_id: str
+
+
+def add_actor(
+    conn: Conn,
+    actor_id: str,
+    public_key: str,
+    roles: Sequence[str],
+    *,
+    by: Changer | None = None,
+) -> ActorRecord:
     """Register an actor with its first key."""
     if not isinstance(actor_id, str) or not _ID.fullmatch(actor_id):
         raise Malformed(f"actor id must match {_ID.pattern}")
@@ -72,38 +96,54 @@ def add_actor(conn: Conn, actor_id: str, public_key: str, roles: Sequence[str]) 
         ):
             raise Duplicate(f"actor {actor_id!r} already exists")
         _insert_key(conn, actor_id, public_key)
-    return get_actor(conn, actor_id)
+        record = get_actor(conn, actor_id)
+        _log(conn, "actor.added", record, by, "registered", {"roles": [*record.roles]})
+    return record
 
 
-def rotate_key(conn: Conn, actor_id: str, public_key: str) -> ActorRecord:
+def rotate_key(
+    conn: Conn, actor_id: str, public_key: str, *, by: Changer | None = None
+) -> ActorRecord:
     """Retire the actor's active key and make `public_key` its key from now on."""
     check_public_key(public_key)
     with translated(), conn.transaction():
-        get_actor(conn, actor_id)
+        before = get_actor(conn, actor_id)
         conn.execute(query("retire_active_key"), {"actor_id": actor_id})
         _insert_key(conn, actor_id, public_key)
-    return get_actor(conn, actor_id)
+        record = get_actor(conn, actor_id)
+        _log(conn, "actor.key_rotated", record, by, "given a new key",
+             {"previous_key": before.public_key})  # fmt: skip
+    return record
 
 
-def set_disabled(conn: Conn, actor_id: str, disabled: bool) -> ActorRecord:
+def set_disabled(
+    conn: Conn, actor_id: str, disabled: bool, *, by: Changer | None = None
+) -> ActorRecord:
     with translated(), conn.transaction():
         row = conn.execute(
             query("set_actor_disabled"), {"id": actor_id, "disabled": disabled}
         ).fetchone()
-    if row is None:
-        raise NotFound(f"no actor {actor_id!r}")
-    return get_actor(conn, actor_id)
+        if row is None:
+            raise NotFound(f"no actor {actor_id!r}")
+        record = get_actor(conn, actor_id)
+        if disabled:
+            _log(conn, "actor.disabled", record, by, "disabled", {})
+        else:
+            _log(conn, "actor.enabled", record, by, "enabled", {})
+    return record
 
 
-def set_roles(conn: Conn, actor_id: str, roles: Sequence[str]) -> ActorRecord:
+def set_roles(
+    conn: Conn, actor_id: str, roles: Sequence[str], *, by: Changer | None = None
+) -> ActorRecord:
     clean_roles = check_roles(actor_id, roles)
     with translated(), conn.transaction():
-        row = conn.execute(
-            query("set_actor_roles"), {"id": actor_id, "roles": clean_roles}
-        ).fetchone()
-    if row is None:
-        raise NotFound(f"no actor {actor_id!r}")
-    return get_actor(conn, actor_id)
+        before = get_actor(conn, actor_id)
+        conn.execute(query("set_actor_roles"), {"id": actor_id, "roles": clean_roles})
+        record = get_actor(conn, actor_id)
+        _log(conn, "actor.roles_set", record, by, f"given the roles {clean_roles}",
+             {"roles": [*clean_roles], "previous_roles": [*before.roles]})  # fmt: skip
+    return record
 
 
 def get_actor(conn: Conn, actor_id: str) -> ActorRecord:
@@ -118,6 +158,39 @@ def list_actors(conn: Conn) -> list[ActorRecord]:
     with translated():
         rows = conn.execute(query("list_actors")).fetchall()
     return [_record(r) for r in rows]
+
+
+def _log(
+    conn: Conn,
+    kind: str,
+    record: ActorRecord,
+    by: Changer | None,
+    what: str,
+    detail: dict[str, JsonValue],
+) -> None:
+    """One system_log row for a change to `record` (as it is after the change). Changes
+    to the automation actor are warnings: its key signs every automated event."""
+    automation = record.id == AUTOMATION_ACTOR_ID
+    who = f" by {by.principal}" if by else ""
+    subject = "the automation actor" if automation else f"actor {record.id!r}"
+    conn.execute(
+        query("log_actor_change"),
+        {
+            "level": "warning" if automation else "info",
+            "kind": kind,
+            "actor": record.public_key,
+            "message": f"{subject} {what}{who}",
+            "detail": Jsonb(
+                {
+                    "actor_id": record.id,
+                    "by": by.principal if by else None,
+                    "token_id": by.token_id if by else None,
+                    "public_key": record.public_key,
+                    **detail,
+                }
+            ),
+        },
+    )
 
 
 def _insert_key(conn: Conn, actor_id: str, public_key: str) -> None:

@@ -29,6 +29,8 @@ class Automation:
     enabled: bool
     created_at: datetime
     updated_at: datetime
+    # The principal it belongs to (None from a server that does not say).
+    principal: str | None
     raw: JsonObject = field(repr=False, compare=False)
 
     @classmethod
@@ -41,6 +43,7 @@ class Automation:
             enabled=r.flag("enabled"),
             created_at=r.time("created_at"),
             updated_at=r.time("updated_at"),
+            principal=r.optional_text("principal"),
             raw=body,
         )
 
@@ -191,6 +194,8 @@ class Run:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    # The principal it belongs to (None from a server that does not say).
+    principal: str | None
     raw: JsonObject = field(repr=False, compare=False)
 
     @classmethod
@@ -215,6 +220,7 @@ class Run:
             created_at=r.time("created_at"),
             started_at=r.optional_time("started_at"),
             finished_at=r.optional_time("finished_at"),
+            principal=r.optional_text("principal"),
             raw=body,
         )
 

@@ -33,6 +33,7 @@ CREATE TABLE charter.actors (
 ALTER TABLE charter.actors ADD CONSTRAINT actors_id_check CHECK ((id ~ '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$'::text));
 ALTER TABLE charter.actors ADD CONSTRAINT actors_pkey PRIMARY KEY (id);
 ALTER TABLE charter.actors ADD CONSTRAINT actors_roles_check CHECK ((array_position(roles, NULL::text) IS NULL));
+ALTER TABLE charter.actors ADD CONSTRAINT automation_actor_roles CHECK (((id <> 'automation'::text) OR (roles = ARRAY['AUTOMATION'::text])));
 ALTER TABLE charter.actors ADD CONSTRAINT automation_role_reserved CHECK (((id = 'automation'::text) OR (NOT ('AUTOMATION'::text = ANY (roles)))));
 GRANT INSERT ON charter.actors TO charter_engine;
 GRANT SELECT ON charter.actors TO charter_engine;

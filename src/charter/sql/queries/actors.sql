@@ -51,3 +51,8 @@ SELECT a.id, a.roles, a.disabled_at, a.created_at,
        (SELECT count(*) FROM charter.actor_keys k WHERE k.actor_id = a.id) AS keys
 FROM charter.actors a
 WHERE a.id = %(id)s
+
+-- log_actor_change --
+-- Say in the system log that an actor was registered or changed, and by whom.
+INSERT INTO charter.system_log (level, kind, actor, message, detail)
+VALUES (%(level)s, %(kind)s, %(actor)s, %(message)s, %(detail)s)

@@ -14,13 +14,14 @@ ON CONFLICT (dedupe_key) DO NOTHING
 RETURNING *
 
 -- get_run --
--- One run, if it belongs to the principal.
-SELECT * FROM charter.runs WHERE id = %(id)s AND principal = %(principal)s
+-- One run, if it belongs to the principal (any run when everyone is true).
+SELECT * FROM charter.runs WHERE id = %(id)s AND (%(everyone)s OR principal = %(principal)s)
 
 -- list_runs --
--- A principal's runs, newest first, after a (created_at, id) cursor.
+-- A principal's runs (everyone's when everyone is true), newest first, after a
+-- (created_at, id) cursor.
 SELECT * FROM charter.runs
-WHERE principal = %(principal)s
+WHERE (%(everyone)s OR principal = %(principal)s)
   AND (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(automation_id)s::uuid IS NULL OR automation_id = %(automation_id)s)
   AND (%(before_created)s::timestamptz IS NULL
@@ -33,10 +34,12 @@ LIMIT %(limit)s
 SELECT * FROM charter.run_steps WHERE run_id = %(run_id)s ORDER BY position
 
 -- cancel_run --
--- Fail a pending or running run of the principal's at an operator's request; a machine
--- holding its lease is refused from its next call on (those check status = 'running').
+-- Fail a pending or running run of the principal's (anyone's, for everyone) at an
+-- operator's request; a machine holding its lease is refused from its next call on
+-- (those check status = 'running').
 UPDATE charter.runs
 SET status = 'failed', error = %(error)s, finished_at = coalesce(%(now)s, now()),
     lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, retry_at = NULL
-WHERE id = %(id)s AND principal = %(principal)s AND status IN ('pending', 'running')
+WHERE id = %(id)s AND (%(everyone)s OR principal = %(principal)s)
+  AND status IN ('pending', 'running')
 RETURNING *

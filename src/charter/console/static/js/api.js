@@ -10,8 +10,10 @@ export const session = {
   signOut: () => sessionStorage.removeItem(KEY),
 };
 
-/** An API error: HTTP status, Charter's error code and message. `not_found` with 404 is
- * a route this server does not have (an API older than the console). */
+/** An API error: HTTP status, Charter's error code and message. A 404 `not_found` whose
+ * message is "no route ..." is a route this server does not have (an API older than the
+ * console); any other 404 `not_found` is a thing (a run, an automation, a plan, a
+ * machine) that does not exist or belongs to another principal. */
 export class ApiError extends Error {
   constructor(status, code, message) {
     super(message);
@@ -19,7 +21,10 @@ export class ApiError extends Error {
     this.code = code;
   }
   get routeMissing() {
-    return this.status === 404 && this.code === "not_found";
+    return this.status === 404 && this.code === "not_found" && this.message.startsWith("no route");
+  }
+  get thingMissing() {
+    return this.status === 404 && this.code === "not_found" && !this.routeMissing;
   }
 }
 

@@ -16,6 +16,7 @@ export function automationsPage() {
         return table(
           [
             { title: "Name", cell: (a) => a.name },
+            { title: "Owner", cell: (a) => a.principal ?? "—" },
             { title: "Target", cell: (a) => a.target },
             { title: "Enabled", cell: (a) => (a.enabled ? "yes" : "paused") },
             { title: "Created", cell: (a) => time(a.created_at) },
@@ -31,6 +32,7 @@ export function automationsPage() {
           [
             { title: "Run", cell: (r) => link(paths.run(r.id), shortHash(r.id)) },
             { title: "Status", cell: (r) => h("span", { class: "state" }, r.status) },
+            { title: "Owner", cell: (r) => r.principal ?? "—" },
             { title: "Trigger", cell: (r) => r.trigger_kind },
             { title: "Target", cell: (r) => r.target },
             { title: "Attempts", cell: (r) => String(r.attempts) },

@@ -19,6 +19,7 @@ export function runPage(id) {
           actions(id, run.status),
           facts([
             ["Status", h("span", { class: "state", id: "run-status" }, run.status)],
+            ["Owner", run.principal ?? "—"],
             ["Automation", h("code", {}, run.automation_id)],
             ["Trigger", run.trigger_kind + (run.trigger_id ? " " + run.trigger_id : "")],
             ["Target", run.target],

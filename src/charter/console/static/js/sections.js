@@ -1,6 +1,8 @@
 // A page is made of sections that load on their own. A section whose data the token's
 // scopes forbid (403) disappears; one whose API route this server lacks (an operator
-// endpoint not deployed yet) says so plainly; other errors show their code and message.
+// endpoint not deployed yet) says so plainly; a run, automation or plan the server does
+// not show this token says "not found, or owned by another principal" (only a `*` token
+// sees every principal's); other errors show their code and message.
 
 import { ApiError } from "./api.js";
 import { h } from "./dom.js";
@@ -36,6 +38,9 @@ export function problem(error, needs) {
       "Not available on this server",
       needs ? ": it needs " + needs + " (the operator API)." : ".",
     );
+  }
+  if (error instanceof ApiError && error.thingMissing) {
+    return h("p", { class: "error missing" }, "Not found, or owned by another principal (" + error.message + ").");
   }
   if (error instanceof ApiError) {
     return h("p", { class: "error" }, error.code + ": " + error.message);
