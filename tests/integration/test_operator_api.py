@@ -238,7 +238,7 @@ def test_a_percent_or_backslash_in_q_is_refused_not_matched(h: Harness, q: str) 
         ({"updated_after": "yesterday"}, "invalid_filter"),
         ({"q": "bad prefix%"}, "invalid_filter"),
         ({"workflow": "a*b*"}, "invalid_filter"),
-        ({"limit": "many"}, "malformed"),
+        ({"limit": "many"}, "invalid_limit"),
     ],
 )
 def test_bad_parameters_are_400_with_a_specific_code(

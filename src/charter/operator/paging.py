@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from charter.core.decimal import parse_decimal
 from charter.core.errors import Malformed
 from charter.core.timefmt import parse_rfc3339
 
@@ -50,9 +51,16 @@ class Position:
     id: str
 
 
-def check_limit(limit: int) -> int:
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}, got {limit}", limit=limit)
+def check_limit(text: str | None) -> int:
+    """`limit` as the query string has it (DEFAULT_LIMIT when absent): a whole number from
+    1 to MAX_LIMIT, written in plain decimal. Anything else (a word, a sign, thousands of
+    digits) is InvalidLimit, which echoes the text only when it is short."""
+    if text is None:
+        return DEFAULT_LIMIT
+    limit = parse_decimal(text, MAX_LIMIT)
+    if limit is None or limit < 1:
+        shown = f", got {text}" if len(text) <= 20 else ""
+        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}{shown}")
     return limit
 
 
