@@ -147,6 +147,7 @@ def test_healthz_says_unavailable_without_the_databases_words(
     response = client.get("/healthz")
     assert response.json()["ok"] is False
     _generic(response, 503, "database_unavailable")
+    assert response.headers["retry-after"] == "1"
 
 
 def test_the_webhook_routes_500_keeps_the_seeds_message_and_adds_the_request_id(

@@ -759,6 +759,24 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after(answer(429)) is None
 
 
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("9" * 5000, float(2**64 - 1)),  # past int()'s 4,300 digits: as long as can be
+        ("9" * 400, float(2**64 - 1)),
+        ("0" * 5000 + "7", 7.0),
+        ("\u00b2", None),  # a digit to str.isdigit(), not to int() nor to HTTP
+        ("-5", None),
+        ("1.5", None),
+    ],
+)
+def test_retry_after_reads_only_ascii_digits_bounded_by_length(
+    value: str, seconds: float | None
+) -> None:
+    answer = httpx.Response(429, headers=[(b"Retry-After", value.encode("latin-1"))])
+    assert retry_after(answer) == seconds
+
+
 # --- transient_failure -----------------------------------------------------------------
 
 

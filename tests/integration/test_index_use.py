@@ -44,3 +44,24 @@ def test_a_processs_work_is_read_through_an_index(conn: Conn) -> None:
 def test_event_reads_stay_on_their_indexes(conn: Conn, name: str) -> None:
     params = {"hash": "0" * 64, "process_id": "p-1"}
     assert "Seq Scan" not in _plan(conn, name, params)
+
+
+def _prefix_params(id_like: str) -> dict[str, object]:
+    params: dict[str, object] = dict.fromkeys(
+        ("workflow", "workflow_prefix", "state", "parent", "updated_after", "updated_before"),
+        None,
+    )
+    return {**params, "id_like": id_like, "before_at": None, "before_id": None, "limit": 51}
+
+
+@pytest.mark.parametrize("q", ["ns-a", "ns-a_", "a_b_c"])
+def test_an_id_prefix_is_read_through_the_prefix_index(conn: Conn, q: str) -> None:
+    from charter.operator.paging import id_prefix
+
+    pattern = id_prefix(q)
+    assert pattern is not None
+    plan = _plan(conn, "list_processes_by_id_prefix", _prefix_params(pattern))
+    assert "processes_id_prefix" in plan, plan
+    # The whole of `q`, underscores included, bounds the index range.
+    upper = q[:-1] + chr(ord(q[-1]) + 1)
+    assert f"((id ~>=~ '{q}'::text) AND (id ~<~ '{upper}'::text))" in plan, plan

@@ -207,6 +207,27 @@ def test_parent_filter_lists_children(h: Harness) -> None:
     assert len(mine["children"]) == 2
 
 
+def _create(h: Harness, *ids: str) -> None:
+    clerk = h.keys["clerk"]
+    for process_id in ids:
+        h.accept(sign(h.envelope(clerk, process_id, "create", {"amount": 1}), clerk))
+
+
+def test_an_underscore_in_q_is_a_character_not_a_wildcard(h: Harness) -> None:
+    _create(h, "ns-aXYZ", "ns-ab1", "ns-a_1", "ns-a_b")
+    listed = _get(h, "/v1/processes", q="ns-a_", limit=500)["processes"]
+    assert sorted(p["id"] for p in listed) == ["ns-a_1", "ns-a_b"]
+    assert _get(h, "/v1/processes", q="ns-a_1")["processes"][0]["id"] == "ns-a_1"
+    assert _get(h, "/v1/processes", q="ns-_")["processes"] == []
+    whole = _get(h, "/v1/processes", q="ns-a", limit=500)["processes"]
+    assert len(whole) == 4
+
+
+@pytest.mark.parametrize("q", ["ns-a%", "%", "ns-a\\", "ns-a\\_", "\\%", "ns-a\\%"])
+def test_a_percent_or_backslash_in_q_is_refused_not_matched(h: Harness, q: str) -> None:
+    assert _error(h, "/v1/processes", q=q) == (400, "invalid_filter")
+
+
 @pytest.mark.parametrize(
     ("params", "code"),
     [
@@ -217,7 +238,7 @@ def test_parent_filter_lists_children(h: Harness) -> None:
         ({"updated_after": "yesterday"}, "invalid_filter"),
         ({"q": "bad prefix%"}, "invalid_filter"),
         ({"workflow": "a*b*"}, "invalid_filter"),
-        ({"limit": "many"}, "malformed"),
+        ({"limit": "many"}, "invalid_limit"),
     ],
 )
 def test_bad_parameters_are_400_with_a_specific_code(

@@ -16,7 +16,12 @@ from charter.api.limits import MAX_BODY_BYTES
 from charter.automations.webhooks import sign
 from charter.core.clock import FakeClock
 from charter.core.config import Settings
-from charter.core.errors import CharterError, DatabaseUnavailable, Duplicate
+from charter.core.errors import (
+    CharterError,
+    DatabaseUnavailable,
+    Duplicate,
+    SerializationConflict,
+)
 from charter.db.database import Database, connect
 from tests.integration.triggerkit import (
     automation,
@@ -296,24 +301,43 @@ def test_an_unexpected_failure_is_a_generic_500(
     }
 
 
-@pytest.mark.parametrize(
-    "failure",
-    [
-        DatabaseUnavailable("server at 10.0.0.5 refused"),
-        CharterError("database error: relation charter.runs"),
-    ],
-)
-def test_server_side_charter_errors_are_the_same_generic_500(
-    http: TestClient, shop: Shop, monkeypatch: pytest.MonkeyPatch, failure: CharterError
+def test_a_server_side_charter_error_is_the_same_generic_500(
+    http: TestClient, shop: Shop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*_args: object, **_kwargs: object) -> list[object]:
-        raise failure
+        raise CharterError("database error: relation charter.runs")
 
     monkeypatch.setattr(routes_webhooks, "receive_event", broken)
     response = post(http, BODY, shop.headers())
     assert response.status_code == 500
     rid = response.headers["x-request-id"]
     assert error(response) == ("internal", f"Automations service failed (request id {rid})")
+
+
+@pytest.mark.parametrize(
+    ("failure", "code"),
+    [
+        (DatabaseUnavailable("server at 10.0.0.5 refused"), "database_unavailable"),
+        (SerializationConflict("could not serialize access"), "serialization_conflict"),
+    ],
+)
+def test_a_retryable_failure_is_503_with_retry_after_and_no_cause(
+    http: TestClient,
+    shop: Shop,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: CharterError,
+    code: str,
+) -> None:
+    def broken(*_args: object, **_kwargs: object) -> list[object]:
+        raise failure
+
+    monkeypatch.setattr(routes_webhooks, "receive_event", broken)
+    response = post(http, BODY, shop.headers())
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1"
+    assert error(response)[0] == code
+    assert "10.0.0.5" not in response.text
+    assert "serialize" not in response.text
 
 
 def test_client_errors_raised_inside_pass_through_with_their_message(

@@ -319,3 +319,47 @@ def test_every_endpoint_is_a_call_of_both_clients() -> None:
     } - {"new_secret"}
     assert endpoints <= set(_public(Client))
     assert endpoints <= set(_public(AsyncClient))
+
+
+def _argument(annotation: str) -> object:
+    if annotation == "Submission":
+        key = SecretKey.generate()
+        at = "2026-01-01T00:00:00Z"
+        envelope = Envelope(1, "p-1", "w/x", "create", {}, None, key.public_key_hex, at)
+        return sign(envelope, key)
+    return {"str": "x1", "list[str]": []}.get(annotation, {})
+
+
+def test_every_call_expects_exactly_the_success_statuses_of_its_operation() -> None:
+    from starlette.routing import compile_path
+
+    from charter.api.app import create_app
+    from charter.core.config import Settings
+    from charter.db.database import Database
+
+    app = create_app(Database("postgresql://unused.invalid/charter"), settings=Settings())
+    operations = [
+        (compile_path(template)[0], method.upper(), operation)
+        for template, methods in app.openapi()["paths"].items()
+        for method, operation in methods.items()
+    ]
+    checked = 0
+    for name, member in inspect.getmembers(calls, inspect.isfunction):
+        if member.__module__ != calls.__name__ or name.startswith("_") or name == "new_secret":
+            continue
+        required = [
+            _argument(p.annotation)
+            for p in inspect.signature(member).parameters.values()
+            if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+        ]
+        call = member(*required)
+        found = [
+            op
+            for pattern, method, op in operations
+            if method == call.method and pattern.match(call.path)
+        ]
+        assert len(found) == 1, (name, call.method, call.path)
+        documented = {int(s) for s in found[0]["responses"] if s.startswith(("2", "3"))}
+        assert call.expect == documented, name
+        checked += 1
+    assert checked >= 45

@@ -66,7 +66,8 @@ _MEANING = {
     413: "`too_large`: the body is over 2 MiB (decided before anything else).",
     422: "Well formed, but refused by the rules.",
     500: "`internal`: a server failure; the message carries only the request id.",
-    503: "`database_unavailable` or `serialization_conflict`: retryable.",
+    503: "`database_unavailable` or `serialization_conflict`: retryable, after the "
+    "`Retry-After` seconds.",
 }
 # Every route but /healthz may answer these whatever it is: the NUL check and the body
 # limit run before routing; any route may fail or lose its database.

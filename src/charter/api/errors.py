@@ -38,6 +38,9 @@ _HTTP_CODES = {
     413: "too_large",
 }
 GENERIC_MESSAGE = "internal server error"
+# How soon a client may try again after a retryable 503: a database that restarts or
+# drops a pooled connection is usually back within a second or two.
+RETRY_AFTER_SECONDS = 1
 
 
 def error_body(exc: CharterError, rid: str | None = None) -> dict[str, Any]:
@@ -62,10 +65,19 @@ def _server_error_body(code: str, message: str, rid: str | None) -> dict[str, An
     return {"error": {"code": code, "message": f"{message} (request id {rid})", "request_id": rid}}
 
 
+def retry_headers(exc: CharterError) -> dict[str, str]:
+    """`Retry-After` for an error that a later try may not meet (a 503 such as
+    `database_unavailable` or `serialization_conflict`); none for any other."""
+    if exc.retryable and exc.http_status == 503:
+        return {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    return {}
+
+
 def error_response(exc: CharterError, rid: str | None = None) -> JSONResponse:
-    """The error as a response with its status."""
-    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
-    return JSONResponse(error_body(exc, rid), status_code=exc.http_status, headers=headers)
+    """The error as a response with its status (and `Retry-After` when retrying helps)."""
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else {}
+    headers |= retry_headers(exc)
+    return JSONResponse(error_body(exc, rid), status_code=exc.http_status, headers=headers or None)
 
 
 async def send_error(

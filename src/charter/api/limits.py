@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from charter.api.errors import send_error
+from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.core.errors import TooLarge
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -53,8 +54,9 @@ class BodyLimit:
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             await _drain(receive)
+            size = f"{declared} bytes" if declared <= UINT64_MAX else "more bytes than 2**64"
             await self._refuse(
-                scope, send, TooLarge(f"the body declares {declared} bytes; the limit is {limit}")
+                scope, send, TooLarge(f"the body declares {size}; the limit is {limit}")
             )
             return
         try:
@@ -78,12 +80,16 @@ def _exempt(scope: Scope) -> bool:
 
 
 def _content_length(scope: Scope) -> int | None:
+    """The declared size: None when absent or not digits; past UINT64_MAX when it has more
+    digits than that (read by length alone, never handed to int() whole)."""
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
+            digits = value.decode("latin-1").strip()
+            if not digits.isascii() or not digits.isdigit():
                 return None
+            significant = digits.lstrip("0") or "0"
+            size = parse_decimal(significant, UINT64_MAX)
+            return UINT64_MAX + 1 if size is None else size
     return None
 
 

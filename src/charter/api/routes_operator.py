@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
+from pydantic import WithJsonSchema
 
 from charter.api.auth import require
 from charter.api.contract import NAME, errors
@@ -34,12 +35,15 @@ CursorQuery = Annotated[
         json_schema_extra={"pattern": "^[A-Za-z0-9_-]+$"},
     ),
 ]
+# Read as text and parsed by paging.check_limit, so that every bad value (a word,
+# thousands of digits) is `invalid_limit`; the document still says integer.
 LimitQuery = Annotated[
-    int,
+    str | None,
     Query(
-        description=f"Rows per page, 1 to {paging.MAX_LIMIT} (else 400 `invalid_limit`).",
-        json_schema_extra={"minimum": 1, "maximum": paging.MAX_LIMIT},
+        description=f"Rows per page, 1 to {paging.MAX_LIMIT}, {paging.DEFAULT_LIMIT} when "
+        "absent (else 400 `invalid_limit`)."
     ),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": paging.MAX_LIMIT}),
 ]
 TimeQuery = Annotated[
     str | None,
@@ -62,7 +66,7 @@ def list_processes(
         Query(description="The start of a process id.", json_schema_extra={"pattern": NAME}),
     ] = None,
     cursor: CursorQuery = None,
-    limit: LimitQuery = paging.DEFAULT_LIMIT,
+    limit: LimitQuery = None,
 ) -> JSONResponse:
     """Processes, newest first (by last update, then id), a page at a time."""
     where = reads.ProcessFilter(
@@ -73,9 +77,9 @@ def list_processes(
         updated_before=paging.moment("updated_before", updated_before),
         id_like=paging.id_prefix(q),
     )
-    limit = paging.check_limit(limit)
+    rows = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
-        page = reads.list_processes(conn, where, cursor=cursor, limit=limit)
+        page = reads.list_processes(conn, where, cursor=cursor, limit=rows)
     return JSONResponse(page.to_json("processes"))
 
 
@@ -142,13 +146,13 @@ def scheduled(
     workflow: WorkflowQuery = None,
     process: ProcessQuery = None,
     cursor: CursorQuery = None,
-    limit: LimitQuery = paging.DEFAULT_LIMIT,
+    limit: LimitQuery = None,
 ) -> JSONResponse:
     """Scheduled actions of every process, soonest first: the global timer view."""
     where = _work_filter(status, due_before, workflow, process, reads.SCHEDULED_STATUSES)
-    limit = paging.check_limit(limit)
+    rows = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
-        page = reads.list_scheduled(conn, where, cursor=cursor, limit=limit)
+        page = reads.list_scheduled(conn, where, cursor=cursor, limit=rows)
     return JSONResponse(page.to_json("scheduled"))
 
 
@@ -167,11 +171,11 @@ def queue(
     workflow: WorkflowQuery = None,
     process: ProcessQuery = None,
     cursor: CursorQuery = None,
-    limit: LimitQuery = paging.DEFAULT_LIMIT,
+    limit: LimitQuery = None,
 ) -> JSONResponse:
     """Automatic-action queue rows of every process, oldest first: the failure view."""
     where = _work_filter(status, due_before, workflow, process, reads.QUEUE_STATUSES)
-    limit = paging.check_limit(limit)
+    rows = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
-        page = reads.list_queue(conn, where, cursor=cursor, limit=limit)
+        page = reads.list_queue(conn, where, cursor=cursor, limit=rows)
     return JSONResponse(page.to_json("queue"))

@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from charter import __version__
 from charter.api.contract import errors
-from charter.api.errors import error_body
+from charter.api.errors import error_body, retry_headers
 from charter.api.models import Health, Unhealthy
 from charter.api.request_id import request_id
 from charter.api.state import Services, services
@@ -48,7 +48,8 @@ def healthz(request: Request, context: Annotated[Services, Depends(services)]) -
         # The cause (a host, a database message) goes to the log, never to the prober.
         rid = request_id(request.scope)
         log.warning("request %s: health check failed: %s", rid, exc.message)
-        return JSONResponse({"ok": False, **error_body(exc, rid)}, status_code=503)
+        body = {"ok": False, **error_body(exc, rid)}
+        return JSONResponse(body, status_code=503, headers=retry_headers(exc) or None)
     schema_version = row[0] if row else 0
     return JSONResponse({"ok": True, "version": __version__, "schema_version": schema_version})
 

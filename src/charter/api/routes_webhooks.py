@@ -13,7 +13,10 @@ signature (not a bearer token) is the authority. Responses:
 - 413: body over the limit, decided by the app's BodyLimit before this route (or its
   routing headers) is looked at, with or without a Content-Length.
 - any other 4xx raised inside passes through with its message;
-  anything else is a 500 with one generic message and the request id, the cause only
+- 503 `database_unavailable` (or `serialization_conflict`) with `Retry-After`, as every
+  route answers when the database cannot be reached or a pooled connection was cut:
+  nothing was admitted, and a sender's retry will be;
+- anything else is a 500 with one generic message and the request id, the cause only
   in the log.
 """
 
@@ -133,6 +136,8 @@ async def receive_webhook(
         if 400 <= exc.http_status < 500:
             WEBHOOKS_REFUSED.labels(reason=exc.code).inc()
             raise
+        if exc.retryable:
+            raise  # 503 with Retry-After, as on every route: the sender tries again later
         rid = request_id(request.scope)
         log.error("request %s: webhook admission failed: %s", rid, exc.message, exc_info=exc)
         raise AutomationsFailed() from None

@@ -56,6 +56,7 @@ from opentelemetry.trace import SpanKind
 from charter.automations.plan import ACTION_ID, answer_condition
 from charter.core import ijson
 from charter.core.config import Settings
+from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.core.ed25519 import SecretKey, read_secret_key_file
 from charter.core.errors import CharterError, InvalidSecretKey, Malformed, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -127,8 +128,10 @@ def retry_after(response: httpx.Response) -> float | None:
     value = response.headers.get("retry-after", "").strip()
     if response.status_code not in (429, 503) or not value:
         return None
-    if value.isdigit():
-        return float(value)
+    if value.isascii() and value.isdigit():
+        # Thousands of digits are not handed to int(): past 2**64 - 1 s is as long as any.
+        seconds = parse_decimal(value.lstrip("0") or "0", UINT64_MAX)
+        return float(UINT64_MAX if seconds is None else seconds)
     when = _http_date(value)
     if when is None:
         return None

@@ -29,13 +29,15 @@ from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339, parse_rfc3339
 from charter.sdk.client import Client
-from charter.sdk.errors import raise_for_answer
+from charter.sdk.errors import OK, raise_for_answer
 from charter.sdk.protocol import DEFAULT_TIMEOUT
 from charter.tracing import traceparent
 
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 # How long a claim waits for a run by default (a long poll); the service's cap is 30 s.
 DEFAULT_WAIT_SECONDS = 20.0
+# A claim answers 200 with a run, or 204 when there is none.
+_CLAIMED = frozenset({200, 204})
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,9 @@ class MachineClient:
             body["wait"] = waited
         if self.start:
             body["start"] = True
-        response = await self._request("POST", "/v1/machine/runs/claim", body, extra=waited)
+        response = await self._request(
+            "POST", "/v1/machine/runs/claim", body, extra=waited, expect=_CLAIMED
+        )
         if response.status_code == 204:
             return None
         return ClaimedRun.from_json(ijson.loads(response.content))
@@ -256,10 +260,17 @@ class MachineClient:
         return _object(ijson.loads(response.content))
 
     async def _request(
-        self, method: str, path: str, body: JsonObject, *, extra: float = 0.0
+        self,
+        method: str,
+        path: str,
+        body: JsonObject,
+        *,
+        extra: float = 0.0,
+        expect: frozenset[int] = OK,
     ) -> httpx.Response:
         """One request with a fresh proof, within `timeout` (+ `extra`: a long poll's
-        wait) seconds."""
+        wait) seconds; its answer, when its status is one of `expect` (any other, a
+        redirect too, is the error it stands for: UnexpectedStatus below 400)."""
         headers = {
             "DPoP": self.proof(method, path),
             "Content-Type": "application/json",
@@ -276,7 +287,7 @@ class MachineClient:
             content=_encode(body),
             timeout=self.timeout + extra,  # a long poll waits longer than a read timeout
         )
-        raise_for_answer(response)
+        raise_for_answer(response, expect)
         return response
 
 

@@ -12,13 +12,17 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from charter.core.decimal import parse_decimal
 from charter.core.errors import Malformed
 from charter.core.timefmt import parse_rfc3339
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-# Process ids (charter.processes_id_check): none of these is a LIKE wildcard.
+# Process ids (charter.processes_id_check). `_` is one of their characters and a LIKE
+# wildcard too, so a prefix is escaped before it becomes a pattern; `%` and `\` cannot
+# be in an id, so a `q` holding them is refused.
 _ID_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_LIKE_SPECIAL = re.compile(r"([\\%_])")
 
 
 class InvalidCursor(Malformed):
@@ -47,9 +51,16 @@ class Position:
     id: str
 
 
-def check_limit(limit: int) -> int:
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}, got {limit}", limit=limit)
+def check_limit(text: str | None) -> int:
+    """`limit` as the query string has it (DEFAULT_LIMIT when absent): a whole number from
+    1 to MAX_LIMIT, written in plain decimal. Anything else (a word, a sign, thousands of
+    digits) is InvalidLimit, which echoes the text only when it is short."""
+    if text is None:
+        return DEFAULT_LIMIT
+    limit = parse_decimal(text, MAX_LIMIT)
+    if limit is None or limit < 1:
+        shown = f", got {text}" if len(text) <= 20 else ""
+        raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}{shown}")
     return limit
 
 
@@ -85,12 +96,14 @@ def moment(name: str, value: str | None) -> datetime | None:
 
 
 def id_prefix(value: str | None) -> str | None:
-    """`q`: the start of a process id, as a LIKE pattern."""
+    """`q`: the start of a process id, as a LIKE pattern matching the ids that begin with
+    exactly these characters (escaped with LIKE's default escape, the backslash, which
+    the planner reads through to bound its scan of the id prefix index)."""
     if value is None:
         return None
     if not _ID_PREFIX.fullmatch(value):
         raise InvalidFilter("q must be the start of a process id", parameter="q")
-    return value + "%"
+    return _LIKE_SPECIAL.sub(r"\\\1", value) + "%"
 
 
 def workflow_filter(value: str | None) -> tuple[str | None, str | None]:

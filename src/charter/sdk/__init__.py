@@ -6,7 +6,13 @@ transports. See docs/python.md."""
 from charter.core.errors import CharterError, StalePrev
 from charter.sdk.aio import AsyncClient
 from charter.sdk.client import Client
-from charter.sdk.errors import ApiTimeout, ApiUnavailable, UnexpectedResponse, WaitTimeout
+from charter.sdk.errors import (
+    ApiTimeout,
+    ApiUnavailable,
+    UnexpectedResponse,
+    UnexpectedStatus,
+    WaitTimeout,
+)
 from charter.sdk.protocol import RetryPolicy
 from charter.sdk.results import (
     Accepted,
@@ -62,6 +68,7 @@ __all__ = [
     "StalePrev",
     "Stats",
     "UnexpectedResponse",
+    "UnexpectedStatus",
     "Verification",
     "WaitTimeout",
     "Webhook",

@@ -221,7 +221,7 @@ class AsyncClient:
                 # own; the wait's deadline bounds the whole stream.
                 self._http.stream("GET", url, headers=headers, timeout=_STREAM) as response,
             ):
-                if response.status_code >= 400:
+                if response.status_code != 200:  # a redirect too: it is not followed
                     await response.aread()
                     raise stream_refused(answer_error(response))
                 last = await self._read_while_waiting(waiting.process_id, end, last)
@@ -740,9 +740,9 @@ class AsyncClient:
                 )
                 wait = attempts.after(error, uncertain=uncertain, retry_after=None)
             else:
-                if response.status_code < 400:
+                if response.status_code in call.expect:
                     return call.decode(response.content)
-                error = answer_error(response)
+                error = answer_error(response, call.expect)
                 wait = attempts.after(
                     error,
                     uncertain=False,

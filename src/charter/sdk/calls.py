@@ -17,6 +17,7 @@ from charter.automations.control import UNSET, Unset
 from charter.core.envelope import Submission
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
+from charter.sdk.errors import OK
 from charter.sdk.protocol import Call, encode, json_object
 from charter.sdk.results import (
     Accepted,
@@ -44,6 +45,10 @@ from charter.sdk.results import (
 )
 
 T = TypeVar("T")
+# The success statuses of the calls that do not answer 200 (the API's document lists
+# them; any other status is UnexpectedStatus).
+CREATED = frozenset({201})
+NO_CONTENT = frozenset({204})
 Query = Mapping[str, str | int | datetime | None]
 
 
@@ -52,10 +57,22 @@ def _get(path: str, parse: Callable[[JsonObject], T], params: Query | None = Non
 
 
 def _send(
-    method: str, path: str, parse: Callable[[JsonObject], T], body: JsonValue | None = None
+    method: str,
+    path: str,
+    parse: Callable[[JsonObject], T],
+    body: JsonValue | None = None,
+    *,
+    expect: frozenset[int] = OK,
 ) -> Call[T]:
     content = None if body is None else encode(body)
-    return Call(method, path, lambda answer: parse(json_object(answer)), body=content)
+    return Call(
+        method, path, lambda answer: parse(json_object(answer)), body=content, expect=expect
+    )
+
+
+def _delete(path: str) -> Call[None]:
+    """A DELETE, answered 204 No Content."""
+    return _send("DELETE", path, _none, expect=NO_CONTENT)
 
 
 def _none(_body: JsonObject) -> None:
@@ -87,7 +104,7 @@ def metrics() -> Call[str]:
 def submit_signed(submission: Submission) -> Call[Accepted]:
     """POST a signed event; no token needed, the signature is the authority. Safe to
     repeat: the engine records an event once, and refuses it again as `duplicate`."""
-    call = _send("POST", "/v1/events", Accepted.parse, submission.to_json())
+    call = _send("POST", "/v1/events", Accepted.parse, submission.to_json(), expect=CREATED)
     return dataclasses.replace(call, repeatable=True)
 
 
@@ -150,7 +167,9 @@ def workflow(path: str) -> Call[Workflow]:
 
 
 def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
-    return _send("POST", "/v1/workflows", Deployed.parse, {"path": path, "definition": definition})
+    body: JsonObject = {"path": path, "definition": definition}
+    # 201 for a new revision, 200 when this definition is deployed already.
+    return _send("POST", "/v1/workflows", Deployed.parse, body, expect=frozenset({200, 201}))
 
 
 def actors() -> Call[list[Actor]]:
@@ -163,7 +182,7 @@ def actor(actor_id: str) -> Call[Actor]:
 
 def add_actor(actor_id: str, public_key: str, roles: list[str]) -> Call[Actor]:
     body: JsonObject = {"id": actor_id, "public_key": public_key, "roles": list(roles)}
-    return _send("POST", "/v1/actors", Actor.parse, body)
+    return _send("POST", "/v1/actors", Actor.parse, body, expect=CREATED)
 
 
 def rotate_key(actor_id: str, public_key: str) -> Call[Actor]:
@@ -254,7 +273,7 @@ def register_machine(
         body["id"] = machine_id
     if principal is not None:
         body["principal"] = principal
-    return _send("POST", "/v1/machines", Machine.parse, body)
+    return _send("POST", "/v1/machines", Machine.parse, body, expect=CREATED)
 
 
 def disable_machine(machine_id: str) -> Call[Machine]:
@@ -270,7 +289,7 @@ def enable_machine(machine_id: str) -> Call[Machine]:
 
 def create_automation(name: str, target: str, *, enabled: bool = True) -> Call[Automation]:
     body: JsonObject = {"name": name, "target": target, "enabled": enabled}
-    return _send("POST", "/v1/automations", Automation.parse, body)
+    return _send("POST", "/v1/automations", Automation.parse, body, expect=CREATED)
 
 
 def automations(*, cursor: str | None = None, limit: int | None = None) -> Call[Page[Automation]]:
@@ -297,7 +316,7 @@ def update_automation(
 
 
 def delete_automation(automation_id: str) -> Call[None]:
-    return _send("DELETE", _automation(automation_id), _none)
+    return _delete(_automation(automation_id))
 
 
 def pause_automation(automation_id: str) -> Call[Automation]:
@@ -319,7 +338,8 @@ def add_schedule(
     body: JsonObject = {"cron": cron, "timezone": timezone}
     if max_occurrences is not None:
         body["maxOccurrences"] = max_occurrences
-    return _send("POST", _automation(automation_id, "schedules"), Schedule.parse, body)
+    path = _automation(automation_id, "schedules")
+    return _send("POST", path, Schedule.parse, body, expect=CREATED)
 
 
 def update_schedule(
@@ -342,7 +362,7 @@ def update_schedule(
 
 
 def remove_schedule(automation_id: str, trigger_id: str) -> Call[None]:
-    return _send("DELETE", _automation(automation_id, "schedules", trigger_id), _none)
+    return _delete(_automation(automation_id, "schedules", trigger_id))
 
 
 def webhooks(automation_id: str) -> Call[list[Webhook]]:
@@ -358,7 +378,8 @@ def add_webhook(
         body["event"] = event
     if secret is not None:
         body["secret"] = secret
-    return _send("POST", _automation(automation_id, "webhooks"), Webhook.parse, body)
+    path = _automation(automation_id, "webhooks")
+    return _send("POST", path, Webhook.parse, body, expect=CREATED)
 
 
 def update_webhook(
@@ -385,7 +406,7 @@ def new_secret() -> str:
 
 
 def remove_webhook(automation_id: str, trigger_id: str) -> Call[None]:
-    return _send("DELETE", _automation(automation_id, "webhooks", trigger_id), _none)
+    return _delete(_automation(automation_id, "webhooks", trigger_id))
 
 
 def set_plan(automation_id: str, plan: Mapping[str, JsonValue]) -> Call[Plan]:
@@ -398,7 +419,7 @@ def plan(automation_id: str) -> Call[Plan]:
 
 
 def clear_plan(automation_id: str) -> Call[None]:
-    return _send("DELETE", _automation(automation_id, "plan"), _none)
+    return _delete(_automation(automation_id, "plan"))
 
 
 # --- runs ------------------------------------------------------------------------------
@@ -407,7 +428,7 @@ def clear_plan(automation_id: str) -> Call[None]:
 def trigger(automation_id: str, input: JsonValue = None) -> Call[Run]:
     """Admit a pending manual run (needs `runs:execute`)."""
     body: JsonObject = {} if input is None else {"input": input}
-    return _send("POST", _automation(automation_id, "runs"), Run.parse, body)
+    return _send("POST", _automation(automation_id, "runs"), Run.parse, body, expect=CREATED)
 
 
 def runs(
@@ -433,7 +454,7 @@ def cancel_run(run_id: str) -> Call[Run]:
 
 def retry_run(run_id: str) -> Call[Run]:
     """Retry a failed run: the new run (needs `runs:execute`)."""
-    return _send("POST", f"/v1/runs/{_segment(run_id)}/retry", Run.parse)
+    return _send("POST", f"/v1/runs/{_segment(run_id)}/retry", Run.parse, expect=CREATED)
 
 
 # --- helpers ---------------------------------------------------------------------------

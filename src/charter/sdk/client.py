@@ -214,7 +214,7 @@ class Client:
                 deadline.within(left),
                 self._http.stream("GET", url, headers=headers, timeout=left) as response,
             ):
-                if response.status_code >= 400:
+                if response.status_code != 200:  # a redirect too: it is not followed
                     response.read()
                     raise stream_refused(answer_error(response))
                 last = self._read_while_waiting(waiting.process_id, end, last)
@@ -718,9 +718,9 @@ class Client:
                 )
                 wait = attempts.after(error, uncertain=uncertain, retry_after=None)
             else:
-                if response.status_code < 400:
+                if response.status_code in call.expect:
                     return call.decode(response.content)
-                error = answer_error(response)
+                error = answer_error(response, call.expect)
                 wait = attempts.after(
                     error,
                     uncertain=False,

@@ -9,13 +9,17 @@ becomes a subclass made for it, with the answer's status, retryable when the sta
 whoever needs its headers.
 
 The client's own: `ApiUnavailable` (cannot reach the API), `ApiTimeout` (the call's
-deadline passed), `UnexpectedResponse` (an answer this client does not understand).
+deadline passed), `UnexpectedResponse` (an answer this client does not understand) and
+its kind `UnexpectedStatus`: a status below 400 the call does not expect, such as a
+redirect (never followed: a token is not sent on to another address) or a 200 where
+204 was due.
 """
 
 from __future__ import annotations
 
+from collections.abc import Set
 from functools import cache
-from typing import cast
+from typing import Any, cast
 
 import httpx
 
@@ -43,6 +47,16 @@ class UnexpectedResponse(CharterError):
 
     code = "unexpected_response"
     http_status = 502
+
+
+class UnexpectedStatus(UnexpectedResponse):
+    """The API answered with a status this call does not expect."""
+
+    code = "unexpected_status"
+
+    def __init__(self, message: str | None = None, *, status: int, **context: Any) -> None:
+        super().__init__(message, status=status, **context)
+        self.status = status
 
 
 class WaitTimeout(CharterError):
@@ -100,24 +114,48 @@ def error_of_answer(status: int, content: bytes) -> CharterError:
     return cls(message, **context)
 
 
-def error_from_response(response: httpx.Response) -> CharterError:
-    """The CharterError an error response stands for."""
+OK: frozenset[int] = frozenset({200})
+
+
+def unexpected_status(response: httpx.Response, expected: Set[int]) -> UnexpectedStatus:
+    """The error of an answer below 400 whose status is not one of `expected`."""
+    status = response.status_code
+    wanted = " or ".join(str(s) for s in sorted(expected))
+    method, url = response.request.method, response.request.url
+    context: dict[str, Any] = {"expected": sorted(expected)}
+    location = response.headers.get("location")
+    if location is not None:
+        context["location"] = location
+    where = f" (to {location[:200]})" if location is not None else ""
+    return UnexpectedStatus(
+        f"{method} {url.path} answered {status}{where} where {wanted} was expected",
+        status=status,
+        **context,
+    )
+
+
+def error_from_response(response: httpx.Response, expected: Set[int] = OK) -> CharterError:
+    """The CharterError an answer whose status is not one of `expected` stands for."""
+    if response.status_code < 400:
+        return unexpected_status(response, expected)
     return error_of_answer(response.status_code, response.content)
 
 
-def raise_for_answer(response: httpx.Response) -> None:
-    """Raise the CharterError an error answer (>= 400) stands for, caused by the answer."""
-    if response.status_code < 400:
+def raise_for_answer(response: httpx.Response, expected: Set[int] = OK) -> None:
+    """Raise the CharterError an answer stands for unless its status is one of
+    `expected`, caused by the answer."""
+    if response.status_code in expected:
         return
     answer = httpx.HTTPStatusError(
         f"HTTP {response.status_code}", request=response.request, response=response
     )
-    raise error_from_response(response) from answer
+    raise error_from_response(response, expected) from answer
 
 
-def answer_error(response: httpx.Response) -> CharterError:
-    """The CharterError of an error answer, caused by the answer (status, headers)."""
-    error = error_from_response(response)
+def answer_error(response: httpx.Response, expected: Set[int] = OK) -> CharterError:
+    """The CharterError of an answer whose status is not one of `expected` (an error
+    answer, or an unexpected success or redirect), caused by the answer."""
+    error = error_from_response(response, expected)
     error.__cause__ = httpx.HTTPStatusError(
         f"HTTP {response.status_code}", request=response.request, response=response
     )

@@ -28,10 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import httpx
+
 from charter.core import ijson
+from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.sdk.errors import ApiTimeout, UnexpectedResponse, error_of_answer
+from charter.sdk.errors import OK, ApiTimeout, UnexpectedResponse, answer_error
 
 T = TypeVar("T")
 
@@ -51,6 +54,8 @@ class Call(Generic[T]):
     accept: str = "application/json"
     # Sending it twice does what sending it once does (GET, PUT, DELETE by default).
     repeatable: bool | None = None
+    # The statuses of its success; any other answer is an error (a redirect too).
+    expect: frozenset[int] = OK
 
     @property
     def safe_to_repeat(self) -> bool:
@@ -64,11 +69,13 @@ class Call(Generic[T]):
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
-    def answer(self, status: int, content: bytes) -> T:
-        """The call's result from its answer, or the CharterError an error answer is."""
-        if status >= 400:
-            raise error_of_answer(status, content)
-        return self.decode(content)
+    def answer(self, response: httpx.Response) -> T:
+        """The call's result from an answer of an expected status; otherwise the
+        CharterError the answer is (UnexpectedStatus for a redirect or another
+        success), caused by the answer."""
+        if response.status_code in self.expect:
+            return self.decode(response.content)
+        raise answer_error(response, self.expect)
 
 
 def json_object(content: bytes) -> JsonObject:
@@ -157,8 +164,10 @@ class Attempts:
 
 
 def retry_after(value: str | None) -> float | None:
-    """A `Retry-After` of seconds (the only form Charter sends); None otherwise."""
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
+    """A `Retry-After` of whole seconds (the only form Charter sends); None otherwise.
+    Read by its length first: thousands of digits are as long as 2**64 - 1 seconds."""
+    text = (value or "").strip()
+    if not text.isascii() or not text.isdigit():
         return None
+    seconds = parse_decimal(text.lstrip("0") or "0", UINT64_MAX)
+    return float(UINT64_MAX if seconds is None else seconds)
