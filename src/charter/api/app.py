@@ -37,6 +37,7 @@ from charter.api.live_metrics import LiveStateCollector
 from charter.api.metrics import RequestMetrics
 from charter.api.query_once import query_once
 from charter.api.request_id import RequestId
+from charter.api.security_headers import NoSniff
 from charter.api.state import Services
 from charter.api.urls import RefuseNulInUrl
 from charter.automations.wakeups import RunWakeups
@@ -113,7 +114,7 @@ def create_app(
     install_openapi(app)
     # Added last = outermost. The body limit comes before anything that looks at the
     # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
-    # response, even those answered by middleware, carries the request id. Event
+    # response, even those answered by middleware, carries the request id and nosniff. Event
     # submissions are answered innermost, inside all of these, but before routing.
     executor = _ingest_executor(app, database)
     route = _route(routes_events.router)
@@ -124,6 +125,7 @@ def create_app(
     )
     app.add_middleware(RequestMetrics)
     app.add_middleware(RequestId)
+    app.add_middleware(NoSniff)
     return app
 
 
