@@ -15,6 +15,7 @@ from starlette.types import Scope
 
 from charter import __version__
 from charter.api import console as console_files
+from charter.api import reference as reference_page
 from charter.api import (
     routes_actors,
     routes_automations,
@@ -79,6 +80,11 @@ def create_app(
         description="Governed workflows: signed, hash-chained events on PostgreSQL.",
         lifespan=lifespan,
         dependencies=[Depends(query_once)],
+        # FastAPI's pages load Swagger UI and ReDoc from a CDN with inline scripts; /docs
+        # is served from the package instead (api/reference.py), and ReDoc not at all.
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.charter = Services(database, engine, Reads(database), settings, wakeups)
     # Per app, not global: each app reads its own database at scrape time.
@@ -111,6 +117,7 @@ def create_app(
         app.include_router(module.router)
     # The operator console: static pages over the API above (charter/console).
     app.include_router(console_files.router)
+    app.include_router(reference_page.router)
     install_openapi(app)
     # Added last = outermost. The body limit comes before anything that looks at the
     # path (DESIGN §8); metrics see the final status, 413s and 400s included; every
