@@ -3,6 +3,8 @@ non-JSON media type), and the error statuses in the one error shape."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +15,7 @@ from charter.core.config import Settings
 from charter.db.database import Database
 
 ERROR_REF = "#/components/schemas/ErrorResponse"
+OPERATION_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 Operation = tuple[str, str, dict[str, Any]]
 
 
@@ -119,3 +122,20 @@ def test_machine_calls_are_dpop_authenticated(document: dict[str, Any]) -> None:
     claim = document["paths"]["/v1/machine/runs/claim"]["post"]
     assert claim["security"] == [{"DPoP": []}]
     assert document["components"]["securitySchemes"]["DPoP"]["in"] == "header"
+
+
+def test_every_operation_id_is_a_plain_unique_name(document: dict[str, Any]) -> None:
+    # The route function's name (a client generator's method name), not FastAPI's
+    # default of the name, the path and the method run together.
+    ids = [operation["operationId"] for _, _, operation in _operations(document)]
+    assert [name for name, count in Counter(ids).items() if count > 1] == []
+    for name in ids:
+        assert OPERATION_ID.fullmatch(name), name
+        assert "_v1_" not in name, name
+        assert not name.endswith(("_get", "_post", "_put", "_patch", "_delete")), name
+    by_route = {(m, p): o["operationId"] for m, p, o in _operations(document)}
+    assert by_route[("GET", "/v1/processes")] == "list_processes"
+    assert by_route[("POST", "/v1/events")] == "submit_event"
+    assert by_route[("GET", "/v1/automation/queue")] == "list_queue"
+    assert by_route[("POST", "/v1/actors/{actor_id}/disable")] == "disable_actor"
+    assert by_route[("GET", "/v1/log/status")] == "get_log_status"

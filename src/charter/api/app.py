@@ -85,6 +85,8 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        # operationIds are the route functions' names (`list_processes`), unique in the app.
+        generate_unique_id_function=operation_id,
     )
     app.state.charter = Services(database, engine, Reads(database), settings, wakeups)
     # Per app, not global: each app reads its own database at scrape time.
@@ -134,6 +136,11 @@ def create_app(
     app.add_middleware(RequestId)
     app.add_middleware(NoSniff)
     return app
+
+
+def operation_id(route: APIRoute) -> str:
+    """A route's OpenAPI operationId: its function's name."""
+    return route.name
 
 
 def _ingest_executor(app: FastAPI, database: Database) -> ThreadPoolExecutor:

@@ -71,7 +71,9 @@ def add_actor(body: Body, context: Context, _token: Writer) -> JSONResponse:
         Actor, 404, 409, 422, why={**_NOT_FOUND, 409: "`duplicate`: the key is taken.", **_KEY}
     ),
 )
-def rotate_key(actor_id: ActorId, body: Body, context: Context, _token: Writer) -> JSONResponse:
+def rotate_actor_key(
+    actor_id: ActorId, body: Body, context: Context, _token: Writer
+) -> JSONResponse:
     """Give the actor a new key; the old one is retired and still verifies its events."""
     request = fields(body, {"public_key"})
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
@@ -84,7 +86,9 @@ def rotate_key(actor_id: ActorId, body: Body, context: Context, _token: Writer) 
     openapi_extra=schemas.ROLES,
     **answers(Actor, 404, why=_NOT_FOUND),
 )
-def set_roles(actor_id: ActorId, body: Body, context: Context, _token: Writer) -> JSONResponse:
+def set_actor_roles(
+    actor_id: ActorId, body: Body, context: Context, _token: Writer
+) -> JSONResponse:
     """Replace the actor's roles."""
     request = fields(body, {"roles"})
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
@@ -93,14 +97,14 @@ def set_roles(actor_id: ActorId, body: Body, context: Context, _token: Writer) -
 
 
 @router.post("/v1/actors/{actor_id}/disable", **answers(Actor, 404, why=_NOT_FOUND))
-def disable(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
+def disable_actor(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
     """Disable the actor: its key signs nothing new; its history stays verifiable."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         return JSONResponse(actors.set_disabled(conn, actor_id, True).to_json())
 
 
 @router.post("/v1/actors/{actor_id}/enable", **answers(Actor, 404, why=_NOT_FOUND))
-def enable(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
+def enable_actor(actor_id: ActorId, context: Context, _token: Writer) -> JSONResponse:
     """Enable a disabled actor again."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         return JSONResponse(actors.set_disabled(conn, actor_id, False).to_json())

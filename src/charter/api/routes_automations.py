@@ -259,7 +259,7 @@ def delete_automation(automation_id: AutomationId, context: Context, token: Writ
 
 
 @router.post("/v1/automations/{automation_id}/pause", **answers(Automation, 404, why=_MISSING))
-def pause(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
+def pause_automation(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
     """Pause: no trigger admits a run until it is resumed."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).set_enabled(automation_id, False)
@@ -267,7 +267,7 @@ def pause(automation_id: AutomationId, context: Context, token: Writer) -> JSONR
 
 
 @router.post("/v1/automations/{automation_id}/resume", **answers(Automation, 404, why=_MISSING))
-def resume(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
+def resume_automation(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
     """Resume a paused automation."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).set_enabled(automation_id, True)
@@ -450,7 +450,7 @@ def delete_plan(automation_id: AutomationId, context: Context, token: Writer) ->
         why={**_MISSING, 409: "`automation_paused` or `no_plan`: nothing to run."},
     ),
 )  # fmt: skip
-def trigger(
+def trigger_automation(
     automation_id: AutomationId, context: Context, token: Executor, body: OptionalBody
 ) -> JSONResponse:
     """Admit a pending manual run with a snapshot of the current plan (409 when the

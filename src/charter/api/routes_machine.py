@@ -288,7 +288,9 @@ OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
         also={204: {"description": "No run to claim (after `wait` seconds)."}},
     ),
 )  # fmt: skip
-async def claim(request: Request, proof: Proof, context: Context, body: OptionalBody) -> Response:
+async def claim_run(
+    request: Request, proof: Proof, context: Context, body: OptionalBody
+) -> Response:
     """Claim the oldest claimable run of the machine's target: 200 `{"run", "lease",
     "journal"}` (the plan snapshot, the lease token and expiry, the journal so far), or
     204 when there is none. `{"lease_seconds", "wait"}` are optional.
@@ -385,7 +387,7 @@ def _claim_again(
     ),
     **answers(Lease, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
 )
-def renew(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
+def renew_lease(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Renew the lease `{"token", "lease_seconds"?}` → `{"token", "expires_at"}`; 409
     `lease_lost` when the lease expired or another machine holds the run."""
     request = fields(body, {"token"}, {"lease_seconds"})

@@ -80,7 +80,7 @@ def list_processes(
 
 
 @router.get("/v1/stats", response_model=Stats, responses=_ERRORS)
-def stats(context: Context, token: Reader) -> JSONResponse:
+def get_stats(context: Context, token: Reader) -> JSONResponse:
     """Counts for an overview: processes by workflow and state, timers due within the
     hour, the queue by status, failed work, runs by status, machines seen recently."""
     now = context.engine.clock.now_or_none()
@@ -128,7 +128,7 @@ ProcessQuery = Annotated[str | None, Query(description="Only this process's work
 
 
 @router.get("/v1/automation/scheduled", response_model=ScheduledPage, responses=_ERRORS)
-def scheduled(
+def list_scheduled(
     context: Context,
     _token: Reader,
     status: Annotated[
@@ -153,7 +153,7 @@ def scheduled(
 
 
 @router.get("/v1/automation/queue", response_model=QueuePage, responses=_ERRORS)
-def queue(
+def list_queue(
     context: Context,
     _token: Reader,
     status: Annotated[
