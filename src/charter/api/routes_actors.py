@@ -15,6 +15,7 @@ from charter.api import schemas
 from charter.api.auth import require
 from charter.api.bodies import fields, json_body, strings, text
 from charter.api.contract import PRINCIPAL, answers
+from charter.api.listing import listing
 from charter.api.models import Actor, Actors
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
@@ -37,7 +38,7 @@ def list_actors(context: Context, _token: Reader) -> JSONResponse:
     """Every actor with its roles and active key."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = actors.list_actors(conn)
-    return JSONResponse({"actors": [a.to_json() for a in found]})
+    return JSONResponse(listing([a.to_json() for a in found], deprecated_key="actors"))
 
 
 @router.get("/v1/actors/{actor_id}", **answers(Actor, 404, why=_NOT_FOUND))

@@ -30,6 +30,7 @@ from charter.api.automation_models import (
 )
 from charter.api.bodies import fields, json_body
 from charter.api.contract import UUID, answers
+from charter.api.listing import listing
 from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
@@ -217,7 +218,7 @@ def list_automations(
         found, following = _control(conn, token, context).list_automations(
             cursor=cursor, limit=limit
         )
-    return JSONResponse({"items": [a.to_json() for a in found], "next_cursor": following})
+    return JSONResponse(listing([a.to_json() for a in found], following))
 
 
 @router.get("/v1/automations/{automation_id}", **answers(AutomationDetail, 404, why=_MISSING))
@@ -282,7 +283,7 @@ def list_schedules(automation_id: AutomationId, context: Context, token: Reader)
     """The automation's schedule triggers."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = _control(conn, token, context).schedules(automation_id)
-    return JSONResponse({"items": [s.to_json() for s in found]})
+    return JSONResponse(listing([s.to_json() for s in found]))
 
 
 @router.post(
@@ -343,7 +344,7 @@ def list_webhooks(automation_id: AutomationId, context: Context, token: Reader) 
     """The automation's webhook triggers, never with their secrets."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = _control(conn, token, context).webhooks(automation_id)
-    return JSONResponse({"items": [w.to_json() for w in found]})
+    return JSONResponse(listing([w.to_json() for w in found]))
 
 
 @router.post(

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
 from charter.api.contract import NAME, errors
+from charter.api.listing import listing
 from charter.api.operator_models import ProcessPage, QueuePage, ScheduledPage, Stats
 from charter.api.state import Services, services
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
@@ -76,7 +77,7 @@ def list_processes(
     limit = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
         page = reads.list_processes(conn, where, cursor=cursor, limit=limit)
-    return JSONResponse(page.to_json("processes"))
+    return JSONResponse(listing(page.items, page.next_cursor, deprecated_key="processes"))
 
 
 @router.get("/v1/stats", response_model=Stats, responses=_ERRORS)
@@ -149,7 +150,7 @@ def list_scheduled(
     limit = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
         page = reads.list_scheduled(conn, where, cursor=cursor, limit=limit)
-    return JSONResponse(page.to_json("scheduled"))
+    return JSONResponse(listing(page.items, page.next_cursor, deprecated_key="scheduled"))
 
 
 @router.get("/v1/automation/queue", response_model=QueuePage, responses=_ERRORS)
@@ -174,4 +175,4 @@ def list_queue(
     limit = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
         page = reads.list_queue(conn, where, cursor=cursor, limit=limit)
-    return JSONResponse(page.to_json("queue"))
+    return JSONResponse(listing(page.items, page.next_cursor, deprecated_key="queue"))

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
 from charter.api.contract import NAME, answers
+from charter.api.listing import listing
 from charter.api.models import (
     Events,
     ExportBundle,
@@ -44,7 +45,7 @@ def get_process(process_id: ProcessId, context: Context, _token: Reader) -> JSON
 def list_events(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """Every event of the process in seq order, as stored."""
     events = context.reads.events(process_id)
-    return JSONResponse({"events": [event.to_json() for event in events]})
+    return JSONResponse(listing([e.to_json() for e in events], deprecated_key="events"))
 
 
 @router.get("/v1/processes/{process_id}/verify", **answers(Verification, 404, why=_UNKNOWN))

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from charter.api.auth import require
 from charter.api.automation_models import Run, RunDetail, RunPage
 from charter.api.contract import UUID, answers
+from charter.api.listing import listing
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.automations import control, ledger
@@ -67,7 +68,7 @@ def list_runs(
             cursor=cursor,
             limit=control.check_limit(limit),
         )
-    return JSONResponse({"items": [r.to_json() for r in runs], "next_cursor": following})
+    return JSONResponse(listing([r.to_json() for r in runs], following))
 
 
 @router.get("/v1/runs/{run_id}", **answers(RunDetail, 404, why=_MISSING))
