@@ -131,8 +131,8 @@ def test_serve_is_the_api_alone_and_a_separate_worker_fires_the_work(
             headers={"Authorization": f"Bearer {token}"},
             timeout=30,
         )
-        assert [e["envelope"]["action"] for e in events.json()["events"]] == ["open", "touch"]
-        assert events.json()["events"][1]["envelope"]["actor"] == keys.automation.public_key_hex
+        assert [e["envelope"]["action"] for e in events.json()["items"]] == ["open", "touch"]
+        assert events.json()["items"][1]["envelope"]["actor"] == keys.automation.public_key_hex
         scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).text
         assert 'charter_automation_fires_total{kind="auto_action",outcome="accepted"} 1.0' in (
             scraped

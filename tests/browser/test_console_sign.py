@@ -149,7 +149,7 @@ def stored_events(site: Site, process: str) -> list[Any]:
         f"/v1/processes/{process}/events", headers=bearer(site.harness.admin)
     )
     assert response.status_code == 200, response.text
-    events: list[Any] = response.json()["events"]
+    events: list[Any] = response.json()["items"]
     return events
 
 

@@ -58,7 +58,7 @@ def row(page: Page, machine_id: str) -> Locator:
 def served(site: Site, machine_id: str) -> dict[str, Any]:
     """The machine as the API has it now."""
     listed = site.harness.http.get("/v1/machines", headers=bearer(site.harness.admin))
-    [machine] = [m for m in listed.json()["machines"] if m["id"] == machine_id]
+    [machine] = [m for m in listed.json()["items"] if m["id"] == machine_id]
     assert isinstance(machine, dict)
     return machine
 

@@ -81,7 +81,7 @@ def test_the_process_list_filters_and_pages(page: Page, stack: tuple[str, Seeded
         query = parse_qs(urlparse(route.request.url).query)
         asked.append(query)
         page_rows, following = (rows[2:], None) if "cursor" in query else (rows[:2], "c2")
-        _json(route, {"processes": page_rows, "next_cursor": following})
+        _json(route, {"items": page_rows, "next_cursor": following})
 
     page.route("**/v1/processes?*", processes)
     sign_in(page, base, data.admin, "/console/processes?workflow=tests%2Ferrands&state=open")
@@ -110,7 +110,7 @@ def test_hostile_values_in_the_list_render_as_text(
     hostile["state"] = HOSTILE
     page.route(
         "**/v1/processes?*",
-        lambda route: _json(route, {"processes": [hostile], "next_cursor": None}),
+        lambda route: _json(route, {"items": [hostile], "next_cursor": None}),
     )
     sign_in(page, base, data.admin, "/console/processes")
     expect(page.locator("#results tbody tr")).to_contain_text("window.__xss")
@@ -124,11 +124,11 @@ def test_global_timers_and_queue(page: Page, stack: tuple[str, Seeded, Harness])
     base, data, harness = stack
     queue = harness.http.get("/v1/automation/queue", headers=_auth(harness))
     assert queue.status_code == 200, queue.text
-    rows = [r for r in queue.json()["queue"] if r["process"] == data.onboarding]
+    rows = [r for r in queue.json()["items"] if r["process"] == data.onboarding]
     failed = {**rows[0], "status": "failed", "last_error": HOSTILE}
     page.route(
         "**/v1/automation/queue*",
-        lambda route: _json(route, {"queue": [failed], "next_cursor": None}),
+        lambda route: _json(route, {"items": [failed], "next_cursor": None}),
     )
     sign_in(page, base, data.admin, "/console/automations")
     expect(page.locator("#global-scheduled")).to_contain_text("start_review")

@@ -125,7 +125,7 @@ def test_process_shows_its_children_and_children_their_parent(h: Harness) -> Non
     child = _get(h, f"/v1/processes/{process_id}.a")
     assert child["parent"] == process_id
     assert child["state"] == "new"
-    genesis = _get(h, f"/v1/processes/{process_id}.a/events")["events"]
+    genesis = _get(h, f"/v1/processes/{process_id}.a/events")["items"]
     assert isinstance(genesis, list)
     assert genesis[0]["kind"] == "spawn"
     assert genesis[0]["signature"] is None
@@ -136,7 +136,7 @@ def test_events_are_listed_in_seq_order_as_stored(h: Harness) -> None:
     clerk = h.keys["clerk"]
     note = sign(h.envelope(clerk, process_id, "note", {"text": "hello"}, prev=head), clerk)
     h.accept(note)
-    events = _get(h, f"/v1/processes/{process_id}/events")["events"]
+    events = _get(h, f"/v1/processes/{process_id}/events")["items"]
     assert isinstance(events, list)
     assert [e["seq"] for e in events] == [1, 2]
     second = events[1]
@@ -185,9 +185,9 @@ def test_automation_lists_scheduled_and_queued_work(h: Harness) -> None:
         ("start_screening", "pending")
     ]
     assert RFC3339_MS.fullmatch(str(queue[0]["queued_at"]))
-    for actor in _get(h, "/v1/actors")["actors"]:
+    for actor in _get(h, "/v1/actors")["items"]:
         assert RFC3339_MS.fullmatch(actor["created_at"])
-    for workflow in _get(h, "/v1/workflows")["workflows"]:
+    for workflow in _get(h, "/v1/workflows")["items"]:
         assert RFC3339_MS.fullmatch(workflow["deployed_at"])
 
 
@@ -279,7 +279,7 @@ def test_deploy_list_and_show_workflows(h: Harness) -> None:
     assert (back.status_code, back.json()["revision"]) == (201, 3)
     assert back.json()["version"] == body["version"]
 
-    listed = h.http.get("/v1/workflows", headers=bearer(token)).json()["workflows"]
+    listed = h.http.get("/v1/workflows", headers=bearer(token)).json()["items"]
     current = {w["path"]: w for w in listed}
     assert current["tests/deployed"]["revision"] == 3
     assert current["tests/deployed"]["version"] == body["version"]
@@ -387,7 +387,7 @@ def test_register_and_list_actors(h: Harness) -> None:
     assert added["id"] == "grace"
     assert added["roles"] == ["analyst", "manager"]
     assert added["public_key"] == key.public_key_hex
-    listed = {a["id"]: a for a in _get(h, "/v1/actors")["actors"]}
+    listed = {a["id"]: a for a in _get(h, "/v1/actors")["items"]}
     assert listed["grace"]["public_key"] == key.public_key_hex
     again = _add_actor(h, "grace", SecretKey.generate().public_key_hex, ["analyst"])
     assert again["status"] == 409
@@ -435,7 +435,7 @@ def test_rotation_retires_the_old_key_but_keeps_its_events_verifiable(h: Harness
     assert late.json()["error"]["code"] == "unknown_actor"
     h.accept(sign(h.envelope(new, process_id, "note", prev=first.envelope.hash()), new))
 
-    events = _get(h, f"/v1/processes/{process_id}/events")["events"]
+    events = _get(h, f"/v1/processes/{process_id}/events")["items"]
     assert isinstance(events, list)
     assert _get(h, f"/v1/processes/{process_id}/verify?replay=true") == {
         "ok": True,

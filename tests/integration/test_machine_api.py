@@ -98,7 +98,7 @@ def test_registration_binds_the_key_to_the_token_principal(harness: Harness) -> 
     listed = harness.http.get(
         "/v1/machines", headers=bearer(harness.token("automations:read", principal="bob"))
     )
-    assert [m["id"] for m in listed.json()["machines"]] == ["bob-laptop"]
+    assert [m["id"] for m in listed.json()["items"]] == ["bob-laptop"]
 
 
 def test_registration_needs_the_scope_and_a_star_token_for_another_principal(
@@ -248,7 +248,7 @@ def test_the_list_says_when_each_machine_was_seen_and_what_it_runs(harness: Harn
         return body
 
     reader = listed(harness.token("automations:read", principal=principal))
-    machines = {m["id"]: m for m in reader["machines"]}
+    machines = {m["id"]: m for m in reader["items"]}
     assert parse_rfc3339(machines[busy.id]["last_seen_at"]) == harness.clock.now()
     assert machines[busy.id]["runs_in_progress"] == 1
     assert machines[idle.id]["last_seen_at"] is None

@@ -108,10 +108,10 @@ def _prefixed(h: Harness, prefix: str, count: int) -> list[str]:
 def test_processes_are_the_process_objects_newest_first(h: Harness) -> None:
     made = _prefixed(h, "newest", 3)
     body = _get(h, "/v1/processes", q="newest")
-    assert [p["id"] for p in body["processes"]] == made[::-1]
+    assert [p["id"] for p in body["items"]] == made[::-1]
     assert body["next_cursor"] is None
     one = _get(h, f"/v1/processes/{made[0]}")
-    assert body["processes"][-1] == one
+    assert body["items"][-1] == one
 
 
 def test_pages_follow_the_cursor_to_the_end_without_gaps_or_repeats(h: Harness) -> None:
@@ -124,7 +124,7 @@ def test_pages_follow_the_cursor_to_the_end_without_gaps_or_repeats(h: Harness) 
         if cursor:
             params["cursor"] = cursor
         body = _get(h, "/v1/processes", **params)
-        seen += [p["id"] for p in body["processes"]]
+        seen += [p["id"] for p in body["items"]]
         pages += 1
         cursor = body["next_cursor"]
         if cursor is None:
@@ -138,7 +138,7 @@ def test_a_page_that_ends_exactly_at_the_last_row_has_no_next_cursor(h: Harness)
     first = _get(h, "/v1/processes", q="exact", limit=2)
     assert first["next_cursor"] is not None
     second = _get(h, "/v1/processes", q="exact", limit=2, cursor=first["next_cursor"])
-    assert [p["id"] for p in second["processes"]] == made[1::-1]
+    assert [p["id"] for p in second["items"]] == made[1::-1]
     assert second["next_cursor"] is None
     whole = _get(h, "/v1/processes", q="exact", limit=4)
     assert whole["next_cursor"] is None
@@ -146,8 +146,9 @@ def test_a_page_that_ends_exactly_at_the_last_row_has_no_next_cursor(h: Harness)
 
 def test_no_match_is_an_empty_page(h: Harness) -> None:
     assert _get(h, "/v1/processes", q="nothing-starts-so") == {
-        "processes": [],
+        "items": [],
         "next_cursor": None,
+        "processes": [],  # deprecated, the same list as `items`
     }
 
 
@@ -158,7 +159,7 @@ def test_equal_update_times_page_by_id(h: Harness) -> None:
         h.accept(sign(h.envelope(clerk, process_id, "create", {"amount": 1}), clerk))
     first = _get(h, "/v1/processes", q="tie-", limit=2)
     rest = _get(h, "/v1/processes", q="tie-", limit=10, cursor=first["next_cursor"])
-    order = [p["id"] for p in first["processes"] + rest["processes"]]
+    order = [p["id"] for p in first["items"] + rest["items"]]
     assert order == sorted(ids, reverse=True)
 
 
@@ -166,31 +167,29 @@ def test_workflow_filter_is_exact_or_a_prefix_with_a_star(h: Harness) -> None:
     clerk = h.keys["clerk"]
     other = new_id("wf")
     h.accept(sign(h.envelope(clerk, other, "create", workflow=OTHER), clerk))
-    exact = _get(h, "/v1/processes", workflow=OTHER, limit=500)["processes"]
+    exact = _get(h, "/v1/processes", workflow=OTHER, limit=500)["items"]
     assert other in [p["id"] for p in exact]
     assert {p["workflow"] for p in exact} == {OTHER}
-    prefixed = _get(h, "/v1/processes", workflow="tests/*", limit=500)["processes"]
+    prefixed = _get(h, "/v1/processes", workflow="tests/*", limit=500)["items"]
     assert {p["workflow"] for p in prefixed} == {OTHER, ERRANDS}
-    assert _get(h, "/v1/processes", workflow="tests/")["processes"] == []
+    assert _get(h, "/v1/processes", workflow="tests/")["items"] == []
 
 
 def test_state_parent_and_update_time_filters(h: Harness) -> None:
     busy = _timers_process(h, start=True)
-    states = {
-        p["state"] for p in _get(h, "/v1/processes", workflow=TIMERS, state="done")["processes"]
-    }
+    states = {p["state"] for p in _get(h, "/v1/processes", workflow=TIMERS, state="done")["items"]}
     assert states <= {"done"}
-    open_ = _get(h, "/v1/processes", workflow=TIMERS, state="open", limit=500)["processes"]
+    open_ = _get(h, "/v1/processes", workflow=TIMERS, state="open", limit=500)["items"]
     assert busy not in [p["id"] for p in open_]
-    assert _get(h, "/v1/processes", parent="no-such-parent")["processes"] == []
+    assert _get(h, "/v1/processes", parent="no-such-parent")["items"] == []
 
     h.clock.advance(60)  # type: ignore[attr-defined]
     late = _prefixed(h, "late", 1)[0]
     moment = h.clock.now().isoformat().replace("+00:00", "Z")
     after = _get(h, "/v1/processes", updated_after="2026-06-18T10:00:00Z", q="late")
-    assert [p["id"] for p in after["processes"]] == [late]
+    assert [p["id"] for p in after["items"]] == [late]
     before = _get(h, "/v1/processes", updated_before=moment, q="late")
-    assert before["processes"] == []
+    assert before["items"] == []
 
 
 def test_parent_filter_lists_children(h: Harness) -> None:
@@ -199,9 +198,9 @@ def test_parent_filter_lists_children(h: Harness) -> None:
     made = h.accept(sign(h.envelope(clerk, parent, "create", workflow=PARENT), clerk))
     prev = str(made["hash"])
     h.accept(sign(h.envelope(clerk, parent, "split", prev=prev, workflow=PARENT), clerk))
-    children = _get(h, "/v1/processes", parent=parent)["processes"]
+    children = _get(h, "/v1/processes", parent=parent)["items"]
     assert sorted(p["id"] for p in children) == [f"{parent}.a", f"{parent}.b"]
-    listed = _get(h, "/v1/processes", q=parent, limit=500)["processes"]
+    listed = _get(h, "/v1/processes", q=parent, limit=500)["items"]
     mine = next(p for p in listed if p["id"] == parent)
     assert mine["children"] == _get(h, f"/v1/processes/{parent}")["children"]
     assert len(mine["children"]) == 2
@@ -314,7 +313,7 @@ def test_stats_leave_out_what_the_token_cannot_read(h: Harness) -> None:
 
 def test_scheduled_view_lists_timers_across_processes_in_human_rows(h: Harness) -> None:
     process_id = _timers_process(h)
-    rows = _get(h, "/v1/automation/scheduled", process=process_id)["scheduled"]
+    rows = _get(h, "/v1/automation/scheduled", process=process_id)["items"]
     assert len(rows) == 1
     row = rows[0]
     assert row["what"] == "nudge"
@@ -337,26 +336,26 @@ def test_scheduled_view_filters_and_pages(h: Harness) -> None:
         if cursor:
             params["cursor"] = cursor
         body = _get(h, "/v1/automation/scheduled", **params)
-        seen += [row["process"] for row in body["scheduled"]]
+        seen += [row["process"] for row in body["items"]]
         cursor = body["next_cursor"]
         if cursor is None:
             break
     assert made <= set(seen)
     assert len(seen) == len(set(seen))
-    dues = [row["due"] for row in _get(h, "/v1/automation/scheduled", limit=500)["scheduled"]]
+    dues = [row["due"] for row in _get(h, "/v1/automation/scheduled", limit=500)["items"]]
     assert dues == sorted(dues)
-    assert _get(h, "/v1/automation/scheduled", due_before="2026-01-01T00:00:00Z")["scheduled"] == []
-    assert _get(h, "/v1/automation/scheduled", status="failed")["scheduled"] == []
+    assert _get(h, "/v1/automation/scheduled", due_before="2026-01-01T00:00:00Z")["items"] == []
+    assert _get(h, "/v1/automation/scheduled", status="failed")["items"] == []
 
 
 def test_queue_view_lists_automatic_actions(h: Harness) -> None:
     process_id = _timers_process(h, start=True)
-    rows = _get(h, "/v1/automation/queue", process=process_id)["queue"]
+    rows = _get(h, "/v1/automation/queue", process=process_id)["items"]
     assert [(r["what"], r["status"], r["kind"]) for r in rows] == [
         ("finish", "pending", "auto_action")
     ]
     assert rows[0]["queued_at"] is not None
-    assert _get(h, "/v1/automation/queue", process=process_id, status="failed")["queue"] == []
+    assert _get(h, "/v1/automation/queue", process=process_id, status="failed")["items"] == []
 
 
 @pytest.mark.parametrize("path", ["/v1/automation/scheduled", "/v1/automation/queue"])

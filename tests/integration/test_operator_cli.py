@@ -107,7 +107,7 @@ def test_processes_list_json_is_the_api_page(h: Harness, cli: Any) -> None:
     result = cli("processes", "list", "--id", "cli-json", "--state", "busy", "--json")
     assert result.code == 0, result.err
     page = json.loads(result.out)
-    assert [p["id"] for p in page["processes"]] == ["cli-json-b"]
+    assert [p["id"] for p in page["items"]] == ["cli-json-b"]
     assert page["next_cursor"] is None
 
 
@@ -115,9 +115,9 @@ def test_processes_list_pages_with_limit_and_cursor(h: Harness, cli: Any) -> Non
     for n in range(3):
         _create(h, f"cli-page-{n}")
     first = json.loads(cli("processes", "list", "--id", "cli-page", "--limit", "2", "--json").out)
-    assert len(first["processes"]) == 2
+    assert len(first["items"]) == 2
     rest = cli("processes", "list", "--id", "cli-page", "--cursor", first["next_cursor"], "--json")
-    assert len(json.loads(rest.out)["processes"]) == 1
+    assert len(json.loads(rest.out)["items"]) == 1
     table = cli("processes", "list", "--id", "cli-page", "--limit", "2")
     assert f"more: --cursor {first['next_cursor']}" in table.out
 
@@ -147,7 +147,7 @@ def test_timers_take_a_unique_prefix(h: Harness, cli: Any) -> None:
     result = cli("timers", "cli-unique-x", "--json")
     assert result.code == 0, result.err
     body = json.loads(result.out)
-    assert [row["process"] for row in body["scheduled"]["scheduled"]] == ["cli-unique-xyz"]
+    assert [row["process"] for row in body["scheduled"]["items"]] == ["cli-unique-xyz"]
 
 
 def test_an_ambiguous_prefix_is_a_clear_error_and_exit_2(h: Harness, cli: Any) -> None:
@@ -171,8 +171,8 @@ def test_timers_across_processes_filter_by_status(h: Harness, cli: Any) -> None:
     result = cli("timers", "--workflow", "ops/*", "--status", "pending", "--json")
     assert result.code == 0, result.err
     body = json.loads(result.out)
-    assert body["scheduled"]["scheduled"] == []  # `pending` is the queue's status alone
-    assert "cli-global-one" in [row["process"] for row in body["queue"]["queue"]]
+    assert body["scheduled"]["items"] == []  # `pending` is the queue's status alone
+    assert "cli-global-one" in [row["process"] for row in body["queue"]["items"]]
     table = cli("timers", "--workflow", "ops/*")
     assert "process" in table.out
     assert "workflow" in table.out

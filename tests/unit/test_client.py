@@ -28,6 +28,7 @@ from charter.sdk import ApiUnavailable, AsyncClient, Client, RetryPolicy, calls
 from charter.sdk.errors import error_class
 from charter.sdk.live import Message, SseDecoder, Waiting
 from charter.sdk.protocol import NO_RETRY, Attempts
+from charter.sdk.results import Page
 
 FAST = RetryPolicy(attempts=3, base_seconds=0.001, cap_seconds=0.001)
 
@@ -363,3 +364,52 @@ def test_every_call_expects_exactly_the_success_statuses_of_its_operation() -> N
         assert call.expect == documented, name
         checked += 1
     assert checked >= 45
+
+
+# --- lists -----------------------------------------------------------------------------
+
+PROCESS: dict[str, object] = {
+    "id": "p-1",
+    "workflow": "shop/order",
+    "state": "open",
+    "data": {},
+    "head": None,
+    "seq": 1,
+    "parent": None,
+    "created_at": None,
+    "updated_at": None,
+}
+LISTS: dict[str, Callable[[Client], object]] = {
+    "processes": lambda c: c.processes(),
+    "scheduled": lambda c: c.scheduled(),
+    "queue": lambda c: c.queue(),
+    "events": lambda c: c.events("p-1"),
+    "workflows": lambda c: c.workflows(),
+    "actors": lambda c: c.actors(),
+    "machines": lambda c: c.machines(),
+    "automations": lambda c: c.automations(),
+    "schedules": lambda c: c.schedules("a-1"),
+    "webhooks": lambda c: c.webhooks("a-1"),
+    "runs": lambda c: c.runs(),
+}
+
+
+def _envelope(*items: object, next_cursor: str | None = None) -> httpx.Response:
+    """A list answer in the one envelope, without the keys lists had before it."""
+    body = {"items": list(items), "next_cursor": next_cursor}
+    return httpx.Response(200, content=json.dumps(body).encode())
+
+
+@pytest.mark.parametrize("listing", LISTS.values(), ids=LISTS.keys())
+def test_every_list_is_read_from_its_items(listing: Callable[[Client], object]) -> None:
+    found = listing(_client(_envelope()))
+    items = found.items if isinstance(found, Page) else found
+    assert list(items) == []  # type: ignore[call-overload]
+
+
+def test_a_listing_walks_its_pages_by_next_cursor() -> None:
+    seen: list[httpx.Request] = []
+    second = {**PROCESS, "id": "p-2"}
+    client = _client(_envelope(PROCESS, next_cursor="c2"), _envelope(second), seen=seen)
+    assert [p.id for p in client.iter_processes(page_size=1)] == ["p-1", "p-2"]
+    assert seen[1].url.params["cursor"] == "c2"

@@ -3,6 +3,8 @@ non-JSON media type), and the error statuses in the one error shape."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +15,7 @@ from charter.core.config import Settings
 from charter.db.database import Database
 
 ERROR_REF = "#/components/schemas/ErrorResponse"
+OPERATION_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 Operation = tuple[str, str, dict[str, Any]]
 
 
@@ -119,3 +122,81 @@ def test_machine_calls_are_dpop_authenticated(document: dict[str, Any]) -> None:
     claim = document["paths"]["/v1/machine/runs/claim"]["post"]
     assert claim["security"] == [{"DPoP": []}]
     assert document["components"]["securitySchemes"]["DPoP"]["in"] == "header"
+
+
+def test_every_operation_id_is_a_plain_unique_name(document: dict[str, Any]) -> None:
+    # The route function's name (a client generator's method name), not FastAPI's
+    # default of the name, the path and the method run together.
+    ids = [operation["operationId"] for _, _, operation in _operations(document)]
+    assert [name for name, count in Counter(ids).items() if count > 1] == []
+    for name in ids:
+        assert OPERATION_ID.fullmatch(name), name
+        assert "_v1_" not in name, name
+        assert not name.endswith(("_get", "_post", "_put", "_patch", "_delete")), name
+    by_route = {(m, p): o["operationId"] for m, p, o in _operations(document)}
+    assert by_route[("GET", "/v1/processes")] == "list_processes"
+    assert by_route[("POST", "/v1/events")] == "submit_event"
+    assert by_route[("GET", "/v1/automation/queue")] == "list_queue"
+    assert by_route[("POST", "/v1/actors/{actor_id}/disable")] == "disable_actor"
+    assert by_route[("GET", "/v1/log/status")] == "get_log_status"
+
+
+# Every list route, with the key its list had before the envelope (kept one release).
+LISTS = {
+    "/v1/processes": "processes",
+    "/v1/automation/scheduled": "scheduled",
+    "/v1/automation/queue": "queue",
+    "/v1/processes/{process_id}/events": "events",
+    "/v1/workflows": "workflows",
+    "/v1/actors": "actors",
+    "/v1/machines": "machines",
+    "/v1/automations": None,
+    "/v1/automations/{automation_id}/schedules": None,
+    "/v1/automations/{automation_id}/webhooks": None,
+    "/v1/runs": None,
+}
+# Answers that hold lists but are one object, not a list: counts, a verdict, a process's
+# two work tables, a bundle, a plan's steps, the log's witnesses.
+NOT_LISTS = {
+    "/v1/stats",
+    "/v1/processes/{process_id}/verify",
+    "/v1/processes/{process_id}/automation",
+    "/v1/processes/{process_id}/export",
+    "/v1/automations/{automation_id}/plan",
+    "/v1/log/status",
+}
+
+
+def _answer_schema(document: dict[str, Any], path: str) -> dict[str, Any]:
+    content = document["paths"][path]["get"]["responses"]["200"]["content"]
+    schema: dict[str, Any] = content["application/json"]["schema"]
+    if "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def test_every_list_route_answers_the_one_envelope(document: dict[str, Any]) -> None:
+    for path, legacy in LISTS.items():
+        schema = _answer_schema(document, path)
+        properties, required = schema["properties"], set(schema["required"])
+        assert properties["items"]["type"] == "array", path
+        assert {"items", "next_cursor"} <= required, path
+        cursor = properties["next_cursor"]
+        assert {"type": "null"} in cursor["anyOf"], path
+        if legacy is not None:
+            alias = properties[legacy]
+            assert alias["deprecated"] is True, path
+            assert alias["items"] == properties["items"]["items"], path
+            assert "deprecated" in alias["description"].lower(), path
+            assert legacy not in required, path
+
+
+def test_every_get_answering_a_list_is_a_list_route(document: dict[str, Any]) -> None:
+    for method, path, operation in _operations(document):
+        content = operation["responses"].get("200", {}).get("content", {})
+        if method != "GET" or "application/json" not in content:
+            continue
+        schema = _answer_schema(document, path)
+        arrays = [k for k, v in schema.get("properties", {}).items() if v.get("type") == "array"]
+        if arrays and not path.endswith("}") and path not in NOT_LISTS:
+            assert path in LISTS, f"{path} answers a list ({arrays}): use the envelope"

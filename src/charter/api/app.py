@@ -15,6 +15,7 @@ from starlette.types import Scope
 
 from charter import __version__
 from charter.api import console as console_files
+from charter.api import reference as reference_page
 from charter.api import (
     routes_actors,
     routes_automations,
@@ -37,6 +38,7 @@ from charter.api.live_metrics import LiveStateCollector
 from charter.api.metrics import RequestMetrics
 from charter.api.query_once import query_once
 from charter.api.request_id import RequestId
+from charter.api.security_headers import NoSniff
 from charter.api.state import Services
 from charter.api.urls import RefuseNulInUrl
 from charter.automations.wakeups import RunWakeups
@@ -78,6 +80,13 @@ def create_app(
         description="Governed workflows: signed, hash-chained events on PostgreSQL.",
         lifespan=lifespan,
         dependencies=[Depends(query_once)],
+        # FastAPI's pages load Swagger UI and ReDoc from a CDN with inline scripts; /docs
+        # is served from the package instead (api/reference.py), and ReDoc not at all.
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
+        # operationIds are the route functions' names (`list_processes`), unique in the app.
+        generate_unique_id_function=operation_id,
     )
     app.state.charter = Services(database, engine, Reads(database), settings, wakeups)
     # Per app, not global: each app reads its own database at scrape time.
@@ -110,10 +119,11 @@ def create_app(
         app.include_router(module.router)
     # The operator console: static pages over the API above (charter/console).
     app.include_router(console_files.router)
+    app.include_router(reference_page.router)
     install_openapi(app)
     # Added last = outermost. The body limit comes before anything that looks at the
     # path (docs/api.md); metrics see the final status, 413s and 400s included; every
-    # response, even those answered by middleware, carries the request id. Event
+    # response, even those answered by middleware, carries the request id and nosniff. Event
     # submissions are answered innermost, inside all of these, but before routing.
     executor = _ingest_executor(app, database)
     route = _route(routes_events.router)
@@ -124,7 +134,13 @@ def create_app(
     )
     app.add_middleware(RequestMetrics)
     app.add_middleware(RequestId)
+    app.add_middleware(NoSniff)
     return app
+
+
+def operation_id(route: APIRoute) -> str:
+    """A route's OpenAPI operationId: its function's name."""
+    return route.name
 
 
 def _ingest_executor(app: FastAPI, database: Database) -> ThreadPoolExecutor:

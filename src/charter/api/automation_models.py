@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from charter.api.contract import NAME, PRINCIPAL, TIME, UUID
+from charter.api.listing import alias_field, cursor_field
 
 Json = Any
 _TIME = Field(description=TIME)
@@ -32,7 +33,7 @@ class Automation(BaseModel):
 
 class AutomationPage(BaseModel):
     items: list[Automation]
-    next_cursor: str | None = Field(description="Pass as `cursor` for the next page.")
+    next_cursor: str | None = cursor_field()
 
 
 class Schedule(BaseModel):
@@ -49,6 +50,7 @@ class Schedule(BaseModel):
 
 class Schedules(BaseModel):
     items: list[Schedule]
+    next_cursor: str | None = cursor_field(paged=False)
 
 
 class Webhook(BaseModel):
@@ -71,6 +73,7 @@ class NewWebhook(Webhook):
 
 class Webhooks(BaseModel):
     items: list[Webhook]
+    next_cursor: str | None = cursor_field(paged=False)
 
 
 class Plan(BaseModel):
@@ -112,7 +115,7 @@ class Run(BaseModel):
 
 class RunPage(BaseModel):
     items: list[Run]
-    next_cursor: str | None
+    next_cursor: str | None = cursor_field()
 
 
 class Step(BaseModel):
@@ -150,7 +153,11 @@ class Machine(BaseModel):
 
 
 class Machines(BaseModel):
-    machines: list[Machine]
+    """The principal's machines: the list envelope, never paged."""
+
+    items: list[Machine]
+    next_cursor: str | None = cursor_field(paged=False)
+    machines: list[Machine] = alias_field()
     can_change: bool = Field(description="Whether this token may disable and enable machines.")
 
 

@@ -6,9 +6,10 @@ every page has a stable, linkable URL. Scripts and styles live under
 are then cacheable for a year (`immutable`), and a new release changes the URL instead of
 leaving old scripts in browsers' caches. The shell itself is `no-cache`.
 
-Every response carries a strict Content-Security-Policy: scripts, styles and API calls
-from this origin only, no inline script, no plugins, no framing. The pages hold no data:
-they call the JSON API with the bearer token the operator signs in with.
+Every response carries a strict Content-Security-Policy (api/security_headers.py):
+scripts, styles and API calls from this origin only, no inline script, no plugins, no
+framing. The pages hold no data: they call the JSON API with the bearer token the
+operator signs in with.
 """
 
 from __future__ import annotations
@@ -16,26 +17,18 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import RedirectResponse, Response
 
+from charter.api.security_headers import CSP, PAGE
 from charter.console import bundle
 
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-    "frame-ancestors 'none'"
-)
-_SECURITY = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-}
+__all__ = ["CSP", "IMMUTABLE", "router"]
+
 IMMUTABLE = "public, max-age=31536000, immutable"
 
 router = APIRouter(include_in_schema=False)
 
 
 def _response(body: bytes, content_type: str, cache: str, status: int = 200) -> Response:
-    headers = {**_SECURITY, "Cache-Control": cache}
+    headers = {**PAGE, "Cache-Control": cache}
     return Response(body, status_code=status, media_type=content_type, headers=headers)
 
 

@@ -23,6 +23,7 @@ from starlette.routing import compile_path
 from starlette.types import Send
 
 from charter.api.request_id import HEADER, request_id
+from charter.api.security_headers import NOSNIFF
 from charter.core.errors import CharterError, Malformed, Unauthorized
 from charter.logs import mark_logged
 
@@ -162,8 +163,8 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # Starlette answers these from its outermost middleware, past RequestId's
-        # response hook: the header is set here.
+        # Starlette answers these from its outermost middleware, past the response
+        # hooks of RequestId and NoSniff: their headers are set here.
         rid = request_id(request.scope)
         log.error(
             "request %s: unhandled error on %s %s",
@@ -175,7 +176,7 @@ def install_error_handlers(app: FastAPI) -> None:
         )
         mark_logged(exc)  # Starlette re-raises it for the server, which would log it again
         body = _server_error_body("internal", GENERIC_MESSAGE, rid)
-        return JSONResponse(body, status_code=500, headers={HEADER: rid})
+        return JSONResponse(body, status_code=500, headers={HEADER: rid, **NOSNIFF})
 
     app.add_exception_handler(CharterError, charter_error)
     app.add_exception_handler(RequestValidationError, validation_error)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from charter.api.contract import HEX64, NAME, TIME, WORKFLOW_PATH
+from charter.api.listing import alias_field, cursor_field
 
 Json = Any  # any JSON value
 
@@ -92,7 +93,11 @@ class StoredEvent(BaseModel):
 
 
 class Events(BaseModel):
-    events: list[StoredEvent] = Field(description="In `seq` order.")
+    """Every event of the process: the list envelope, never paged."""
+
+    items: list[StoredEvent] = Field(description="In `seq` order.")
+    next_cursor: str | None = cursor_field(paged=False)
+    events: list[StoredEvent] = alias_field()
 
 
 class Problem(BaseModel):
@@ -175,7 +180,11 @@ class Deployment(BaseModel):
 
 
 class Workflows(BaseModel):
-    workflows: list[Deployment]
+    """Every deployed path's current deployment: the list envelope, never paged."""
+
+    items: list[Deployment]
+    next_cursor: str | None = cursor_field(paged=False)
+    workflows: list[Deployment] = alias_field()
 
 
 class WorkflowDetail(Deployment):
@@ -203,7 +212,11 @@ class Actor(BaseModel):
 
 
 class Actors(BaseModel):
-    actors: list[Actor]
+    """Every actor: the list envelope, never paged."""
+
+    items: list[Actor]
+    next_cursor: str | None = cursor_field(paged=False)
+    actors: list[Actor] = alias_field()
 
 
 class Health(BaseModel):

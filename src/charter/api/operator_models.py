@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from charter.api.listing import alias_field, cursor_field
+
 
 class Process(BaseModel):
     """`<process>` (docs/wire-format.md) with its children's ids, as GET /v1/processes/{id}."""
@@ -27,10 +29,9 @@ class Process(BaseModel):
 
 
 class ProcessPage(BaseModel):
-    processes: list[Process]
-    next_cursor: str | None = Field(
-        description="Pass as `cursor` for the next page; null at the end."
-    )
+    items: list[Process]
+    next_cursor: str | None = cursor_field()
+    processes: list[Process] = alias_field()
 
 
 class ProcessCount(BaseModel):
@@ -76,10 +77,12 @@ class WorkRow(BaseModel):
 
 
 class ScheduledPage(BaseModel):
-    scheduled: list[WorkRow]
-    next_cursor: str | None
+    items: list[WorkRow]
+    next_cursor: str | None = cursor_field()
+    scheduled: list[WorkRow] = alias_field()
 
 
 class QueuePage(BaseModel):
-    queue: list[WorkRow]
-    next_cursor: str | None
+    items: list[WorkRow]
+    next_cursor: str | None = cursor_field()
+    queue: list[WorkRow] = alias_field()

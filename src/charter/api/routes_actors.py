@@ -18,6 +18,7 @@ from charter.api import schemas
 from charter.api.auth import require
 from charter.api.bodies import fields, json_body, strings, text
 from charter.api.contract import PRINCIPAL, answers
+from charter.api.listing import listing
 from charter.api.models import Actor, Actors
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
@@ -58,7 +59,7 @@ def list_actors(context: Context, _token: Reader) -> JSONResponse:
     """Every actor with its roles and active key."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = actors.list_actors(conn)
-    return JSONResponse({"actors": [a.to_json() for a in found]})
+    return JSONResponse(listing([a.to_json() for a in found], deprecated_key="actors"))
 
 
 @router.get("/v1/actors/{actor_id}", **answers(Actor, 404, why=_NOT_FOUND))
@@ -103,7 +104,9 @@ def add_actor(body: Body, context: Context, token: Writer) -> JSONResponse:
         why={**_STAR, **_NOT_FOUND, 409: "`duplicate`: the key is taken.", **_KEY},
     ),
 )  # fmt: skip
-def rotate_key(actor_id: ActorId, body: Body, context: Context, token: Writer) -> JSONResponse:
+def rotate_actor_key(
+    actor_id: ActorId, body: Body, context: Context, token: Writer
+) -> JSONResponse:
     """Give the actor a new key; the old one is retired and still verifies its events
     (the automation actor's: a `*` token only)."""
     request = fields(body, {"public_key"})
@@ -118,7 +121,7 @@ def rotate_key(actor_id: ActorId, body: Body, context: Context, token: Writer) -
     openapi_extra=schemas.ROLES,
     **answers(Actor, 404, 422, why={**_NOT_FOUND, 422: _FIXED}),
 )
-def set_roles(actor_id: ActorId, body: Body, context: Context, token: Writer) -> JSONResponse:
+def set_actor_roles(actor_id: ActorId, body: Body, context: Context, token: Writer) -> JSONResponse:
     """Replace the actor's roles (never the automation actor's: 422
     `automation_roles_fixed`)."""
     request = fields(body, {"roles"})
@@ -128,7 +131,7 @@ def set_roles(actor_id: ActorId, body: Body, context: Context, token: Writer) ->
 
 
 @router.post("/v1/actors/{actor_id}/disable", **answers(Actor, 404, why={**_STAR, **_NOT_FOUND}))
-def disable(actor_id: ActorId, context: Context, token: Writer) -> JSONResponse:
+def disable_actor(actor_id: ActorId, context: Context, token: Writer) -> JSONResponse:
     """Disable the actor: its key signs nothing new; its history stays verifiable (the
     automation actor: a `*` token only)."""
     _guard_automation(actor_id, token, "disabling")
@@ -138,7 +141,7 @@ def disable(actor_id: ActorId, context: Context, token: Writer) -> JSONResponse:
 
 
 @router.post("/v1/actors/{actor_id}/enable", **answers(Actor, 404, why={**_STAR, **_NOT_FOUND}))
-def enable(actor_id: ActorId, context: Context, token: Writer) -> JSONResponse:
+def enable_actor(actor_id: ActorId, context: Context, token: Writer) -> JSONResponse:
     """Enable a disabled actor again (the automation actor: a `*` token only)."""
     _guard_automation(actor_id, token, "enabling")
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():

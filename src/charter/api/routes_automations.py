@@ -31,6 +31,7 @@ from charter.api.automation_models import (
 )
 from charter.api.bodies import fields, json_body
 from charter.api.contract import UUID, answers
+from charter.api.listing import listing
 from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
@@ -221,7 +222,7 @@ def list_automations(
         found, following = _control(conn, token, context).list_automations(
             cursor=cursor, limit=limit
         )
-    return JSONResponse({"items": [a.to_json() for a in found], "next_cursor": following})
+    return JSONResponse(listing([a.to_json() for a in found], following))
 
 
 @router.get("/v1/automations/{automation_id}", **answers(AutomationDetail, 404, why=_MISSING))
@@ -263,7 +264,7 @@ def delete_automation(automation_id: AutomationId, context: Context, token: Writ
 
 
 @router.post("/v1/automations/{automation_id}/pause", **answers(Automation, 404, why=_MISSING))
-def pause(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
+def pause_automation(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
     """Pause: no trigger admits a run until it is resumed."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).set_enabled(automation_id, False)
@@ -271,7 +272,7 @@ def pause(automation_id: AutomationId, context: Context, token: Writer) -> JSONR
 
 
 @router.post("/v1/automations/{automation_id}/resume", **answers(Automation, 404, why=_MISSING))
-def resume(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
+def resume_automation(automation_id: AutomationId, context: Context, token: Writer) -> JSONResponse:
     """Resume a paused automation."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).set_enabled(automation_id, True)
@@ -286,7 +287,7 @@ def list_schedules(automation_id: AutomationId, context: Context, token: Reader)
     """The automation's schedule triggers."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = _control(conn, token, context).schedules(automation_id)
-    return JSONResponse({"items": [s.to_json() for s in found]})
+    return JSONResponse(listing([s.to_json() for s in found]))
 
 
 @router.post(
@@ -347,7 +348,7 @@ def list_webhooks(automation_id: AutomationId, context: Context, token: Reader) 
     """The automation's webhook triggers, never with their secrets."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         found = _control(conn, token, context).webhooks(automation_id)
-    return JSONResponse({"items": [w.to_json() for w in found]})
+    return JSONResponse(listing([w.to_json() for w in found]))
 
 
 @router.post(
@@ -454,7 +455,7 @@ def delete_plan(automation_id: AutomationId, context: Context, token: Writer) ->
         why={**_MISSING, 409: "`automation_paused` or `no_plan`: nothing to run."},
     ),
 )  # fmt: skip
-def trigger(
+def trigger_automation(
     automation_id: AutomationId, context: Context, token: Executor, body: OptionalBody
 ) -> JSONResponse:
     """Admit a pending manual run with a snapshot of the current plan (409 when the

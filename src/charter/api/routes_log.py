@@ -86,7 +86,7 @@ def _text(description: str, why: dict[int, str], media: str = _TEXT) -> dict[str
         {404: _NO_LOG},
     ),
 )
-def checkpoint(log: Log) -> Response:
+def get_log_checkpoint(log: Log) -> Response:
     """The latest published checkpoint (a C2SP signed note)."""
     note = log.checkpoint_note() or b""
     return Response(note, media_type=_TEXT, headers={"Cache-Control": _LATEST})
@@ -105,7 +105,7 @@ def checkpoint(log: Log) -> Response:
         "application/octet-stream",
     ),
 )
-def tile(path: str, log: Log, request: Request) -> Response:
+def get_log_tile(path: str, log: Log, request: Request) -> Response:
     """A tlog-tiles hash tile or entry bundle. None ever changes: a partial tile of width W
     holds the first W hashes (or entries) of its full tile, which are fixed once logged,
     and a wider one is another path."""
@@ -145,7 +145,7 @@ def _accepts_gzip(accept_encoding: str) -> bool:
         },
     ),
 )
-def proof(
+def get_log_proof(
     event_hash: str,
     log: Log,
     context: Annotated[Services, Depends(services)],
@@ -173,7 +173,7 @@ def proof(
         {400: "`log_proof_range`: not 0 <= from <= to <= the log's size.", 404: _NO_LOG},
     ),
 )
-def consistency(
+def get_log_consistency(
     log: Log, from_: Annotated[int, Query(alias="from", ge=0)], to: Annotated[int, Query(ge=0)]
 ) -> Response:
     """Base64 RFC 6962 consistency proof lines from tree size `from` to `to` (a
@@ -187,7 +187,7 @@ def consistency(
     response_model=LogStatus,
     responses=errors(404, why=_SCOPE | {404: _NO_LOG}),
 )
-def status(
+def get_log_status(
     log: Log, request: Request, context: Annotated[Services, Depends(services)]
 ) -> JSONResponse:
     """Origin, size and halt from the log directory, witnessing from the policy; the

@@ -32,6 +32,7 @@ from charter.api.auth import require
 from charter.api.automation_models import Claim, Lease, Machine, Machines, RunAnswer, StepAnswer
 from charter.api.bodies import fields, json_body, text
 from charter.api.contract import NAME, PRINCIPAL, UUID, answers
+from charter.api.listing import listing
 from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
@@ -165,12 +166,9 @@ def list_machines(context: Context, token: Reader) -> JSONResponse:
     disable and enable them (`automations:write`), so a client shows only what works."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         found = leases.list_machines(conn, token.principal, everyone=ALL_SCOPES in token.scopes)
-    return JSONResponse(
-        {
-            "machines": [m.to_json() for m in found],
-            "can_change": token.grants("automations:write"),
-        }
-    )
+    items = [m.to_json() for m in found]
+    can_change = token.grants("automations:write")
+    return JSONResponse(listing(items, deprecated_key="machines", can_change=can_change))
 
 
 @router.post("/v1/machines/{machine_id}/disable", **answers(Machine, 404, why=_NO_MACHINE))
@@ -288,7 +286,9 @@ OptionalBody = Annotated[JsonValue, Depends(_optional_body)]
         also={204: {"description": "No run to claim (after `wait` seconds)."}},
     ),
 )  # fmt: skip
-async def claim(request: Request, proof: Proof, context: Context, body: OptionalBody) -> Response:
+async def claim_run(
+    request: Request, proof: Proof, context: Context, body: OptionalBody
+) -> Response:
     """Claim the oldest claimable run of the machine's target: 200 `{"run", "lease",
     "journal"}` (the plan snapshot, the lease token and expiry, the journal so far), or
     204 when there is none. `{"lease_seconds", "wait"}` are optional.
@@ -385,7 +385,7 @@ def _claim_again(
     ),
     **answers(Lease, 401, 404, 409, bearer=False, why=_dpop(401, 404, 409)),
 )
-def renew(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
+def renew_lease(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Renew the lease `{"token", "lease_seconds"?}` → `{"token", "expires_at"}`; 409
     `lease_lost` when the lease expired or another machine holds the run."""
     request = fields(body, {"token"}, {"lease_seconds"})

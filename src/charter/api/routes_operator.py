@@ -14,6 +14,7 @@ from pydantic import WithJsonSchema
 
 from charter.api.auth import require
 from charter.api.contract import NAME, errors
+from charter.api.listing import listing
 from charter.api.operator_models import ProcessPage, QueuePage, ScheduledPage, Stats
 from charter.api.state import Services, services
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
@@ -80,11 +81,11 @@ def list_processes(
     rows = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
         page = reads.list_processes(conn, where, cursor=cursor, limit=rows)
-    return JSONResponse(page.to_json("processes"))
+    return JSONResponse(listing(page.items, page.next_cursor, deprecated_key="processes"))
 
 
 @router.get("/v1/stats", response_model=Stats, responses=_ERRORS)
-def stats(context: Context, token: Reader) -> JSONResponse:
+def get_stats(context: Context, token: Reader) -> JSONResponse:
     """Counts for an overview: processes by workflow and state, timers due within the
     hour, the queue by status, failed work, runs by status, machines seen recently."""
     now = context.engine.clock.now_or_none()
@@ -132,7 +133,7 @@ ProcessQuery = Annotated[str | None, Query(description="Only this process's work
 
 
 @router.get("/v1/automation/scheduled", response_model=ScheduledPage, responses=_ERRORS)
-def scheduled(
+def list_scheduled(
     context: Context,
     _token: Reader,
     status: Annotated[
@@ -153,11 +154,11 @@ def scheduled(
     rows = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
         page = reads.list_scheduled(conn, where, cursor=cursor, limit=rows)
-    return JSONResponse(page.to_json("scheduled"))
+    return JSONResponse(listing(page.items, page.next_cursor, deprecated_key="scheduled"))
 
 
 @router.get("/v1/automation/queue", response_model=QueuePage, responses=_ERRORS)
-def queue(
+def list_queue(
     context: Context,
     _token: Reader,
     status: Annotated[
@@ -178,4 +179,4 @@ def queue(
     rows = paging.check_limit(limit)
     with context.database.connection(Role.READER) as conn, conn.transaction():
         page = reads.list_queue(conn, where, cursor=cursor, limit=rows)
-    return JSONResponse(page.to_json("queue"))
+    return JSONResponse(listing(page.items, page.next_cursor, deprecated_key="queue"))

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from charter.api.auth import require
 from charter.api.contract import NAME, answers
+from charter.api.listing import listing
 from charter.api.models import (
     Events,
     ExportBundle,
@@ -20,8 +21,8 @@ from charter.api.models import (
 from charter.api.routes_log import log_settings
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
+from charter.engine import verification
 from charter.engine.metrics import count_verification
-from charter.engine.verification import export_bundle, verify_process
 
 READ = "processes:read"
 
@@ -41,19 +42,19 @@ def get_process(process_id: ProcessId, context: Context, _token: Reader) -> JSON
 
 
 @router.get("/v1/processes/{process_id}/events", **answers(Events, 404, why=_UNKNOWN))
-def get_events(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
+def list_events(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """Every event of the process in seq order, as stored."""
     events = context.reads.events(process_id)
-    return JSONResponse({"events": [event.to_json() for event in events]})
+    return JSONResponse(listing([e.to_json() for e in events], deprecated_key="events"))
 
 
 @router.get("/v1/processes/{process_id}/verify", **answers(Verification, 404, why=_UNKNOWN))
-def verify(
+def verify_process(
     process_id: ProcessId, context: Context, _token: Reader, replay: bool = False
 ) -> JSONResponse:
     """Check the hash chain: hashes, signatures, seq, links, spawn causes, automated events'
     provenance, the stored head; `replay=true` also re-derives the state and compares."""
-    report = verify_process(context.database, process_id, replay=replay)
+    report = verification.verify_process(context.database, process_id, replay=replay)
     count_verification(report)
     return JSONResponse(report.to_json())
 
@@ -61,7 +62,7 @@ def verify(
 @router.get(
     "/v1/processes/{process_id}/automation", **answers(ProcessAutomation, 404, why=_UNKNOWN)
 )
-def get_automation(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
+def get_process_automation(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """The process's scheduled actions and automatic-action queue rows."""
     scheduled, queue = context.reads.automation(process_id)
     return JSONResponse({"scheduled": scheduled, "queue": queue})
@@ -76,7 +77,7 @@ def get_automation(process_id: ProcessId, context: Context, _token: Reader) -> J
         description="The `charter-export/1` bundle, or `/2` with a log proof (JSON).",
     ),
 )
-def export(
+def export_process(
     request: Request, process_id: ProcessId, context: Context, _token: Reader
 ) -> JSONResponse:
     """The export bundle (as `charter export` prints) for offline verification:
@@ -84,4 +85,4 @@ def export(
     has a transparency log (no wait: `unlogged` counts the events not logged yet), else
     `charter-export/1`."""
     log = log_settings(request).log_directory()
-    return JSONResponse(export_bundle(context.database, process_id, log))
+    return JSONResponse(verification.export_bundle(context.database, process_id, log))

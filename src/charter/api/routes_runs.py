@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from charter.api.auth import require
 from charter.api.automation_models import Run, RunDetail, RunPage
 from charter.api.contract import UUID, answers
+from charter.api.listing import listing
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.automations import control, ledger
@@ -70,7 +71,7 @@ def list_runs(
             limit=control.check_limit(limit),
             everyone=token.admin,
         )
-    return JSONResponse({"items": [r.to_json() for r in runs], "next_cursor": following})
+    return JSONResponse(listing([r.to_json() for r in runs], following))
 
 
 @router.get("/v1/runs/{run_id}", **answers(RunDetail, 404, why=_MISSING))

@@ -42,7 +42,7 @@ def hub_of(request: Request) -> HintHub:
         **errors(why={503: "`database_unavailable`: the stream cannot listen to the database."}),
     },
 )
-async def stream(
+async def open_stream(
     request: Request,
     token: Reader,
     last_event_id: Annotated[

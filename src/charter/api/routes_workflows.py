@@ -15,6 +15,7 @@ from charter.api import schemas
 from charter.api.auth import require
 from charter.api.bodies import fields, json_body, text
 from charter.api.contract import WORKFLOW_PATH, answers
+from charter.api.listing import listing
 from charter.api.models import Deployed, WorkflowDetail, Workflows
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
@@ -36,7 +37,7 @@ def list_workflows(
     """Each deployed path with its current version and revision."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         deployments = list_deployments(conn)
-    return JSONResponse({"workflows": [d.to_json() for d in deployments]})
+    return JSONResponse(listing([d.to_json() for d in deployments], deprecated_key="workflows"))
 
 
 @router.get(

@@ -68,7 +68,7 @@ def list_(
         remote.print_json(page)
         return
     table = Table("id", "workflow", "state", "seq", "updated", "parent", title="processes")
-    processes = page.get("processes")
+    processes = page.get("items")
     for process in processes if isinstance(processes, list) else []:
         row = process if isinstance(process, dict) else {}
         table.add_row(

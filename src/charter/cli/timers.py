@@ -40,8 +40,8 @@ def timers(
         # A status of one view alone (`pending`, `active`) leaves the other empty; one of
         # neither goes to both, and the API names the mistake.
         known = status is None or status in _SCHEDULED + _QUEUE
-        scheduled: JsonObject = {"scheduled": [], "next_cursor": None}
-        queued: JsonObject = {"queue": [], "next_cursor": None}
+        scheduled: JsonObject = {"items": [], "next_cursor": None}
+        queued: JsonObject = {"items": [], "next_cursor": None}
         if not known or status is None or status in _SCHEDULED:
             scheduled = api.scheduled(
                 process=process_id, workflow=workflow, limit=limit, status=status
@@ -55,8 +55,8 @@ def timers(
         return
     console = Console(soft_wrap=False)
     where = f" of {process_id}" if process_id else ""
-    console.print(_table(f"scheduled actions{where}", _rows(scheduled, "scheduled"), process_id))
-    console.print(_table(f"queued automatic actions{where}", _rows(queued, "queue"), process_id))
+    console.print(_table(f"scheduled actions{where}", _rows(scheduled), process_id))
+    console.print(_table(f"queued automatic actions{where}", _rows(queued), process_id))
     for page, name in ((scheduled, "scheduled"), (queued, "queue")):
         if page.get("next_cursor"):
             typer.echo(f"more {name} rows than --limit {limit}: narrow with --status or --workflow")
@@ -66,8 +66,8 @@ _SCHEDULED = ("active", "claimed", "cancelled", "exhausted", "skipped", "failed"
 _QUEUE = ("pending", "claimed", "completed", "skipped", "failed")
 
 
-def _rows(page: JsonObject, key: str) -> list[JsonObject]:
-    rows: JsonValue = page.get(key)
+def _rows(page: JsonObject) -> list[JsonObject]:
+    rows: JsonValue = page.get("items")
     return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
 
 

@@ -39,9 +39,6 @@ class Page:
     items: list[JsonObject]
     next_cursor: str | None
 
-    def to_json(self, key: str) -> JsonObject:
-        return {key: cast(Any, self.items), "next_cursor": self.next_cursor}
-
 
 @dataclass(frozen=True)
 class ProcessFilter:

@@ -41,7 +41,6 @@ from charter.sdk.results import (
     Workflow,
     WorkItem,
     _page,
-    _Reader,
 )
 
 T = TypeVar("T")
@@ -79,12 +78,14 @@ def _none(_body: JsonObject) -> None:
     return None
 
 
-def _items(key: str, parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], list[T]]:
-    return lambda body: [parse(item) for item in _Reader(body, key).objects(key)]
+def _items(parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], list[T]]:
+    """Every item of a list that is not paged (its envelope's `items`)."""
+    return lambda body: list(_page(body, parse).items)
 
 
-def _paged(key: str, parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], Page[T]]:
-    return lambda body: _page(body, parse, key)
+def _paged(parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], Page[T]]:
+    """One page of a paged list: its envelope's `items` and `next_cursor`."""
+    return lambda body: _page(body, parse)
 
 
 # --- health and metrics ----------------------------------------------------------------
@@ -113,7 +114,7 @@ def process(process_id: str) -> Call[Process]:
 
 
 def events(process_id: str) -> Call[list[Event]]:
-    return _get(f"/v1/processes/{_segment(process_id)}/events", _items("events", Event.parse))
+    return _get(f"/v1/processes/{_segment(process_id)}/events", _items(Event.parse))
 
 
 def processes(
@@ -138,7 +139,7 @@ def processes(
         "cursor": cursor,
         "limit": limit,
     }
-    return _get("/v1/processes", _paged("processes", Process.parse), params)
+    return _get("/v1/processes", _paged(Process.parse), params)
 
 
 def verify(process_id: str, *, replay: bool = False) -> Call[Verification]:
@@ -159,7 +160,7 @@ def process_automation(process_id: str) -> Call[ProcessAutomation]:
 
 
 def workflows() -> Call[list[Deployment]]:
-    return _get("/v1/workflows", _items("workflows", Deployment.parse))
+    return _get("/v1/workflows", _items(Deployment.parse))
 
 
 def workflow(path: str) -> Call[Workflow]:
@@ -173,7 +174,7 @@ def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
 
 
 def actors() -> Call[list[Actor]]:
-    return _get("/v1/actors", _items("actors", Actor.parse))
+    return _get("/v1/actors", _items(Actor.parse))
 
 
 def actor(actor_id: str) -> Call[Actor]:
@@ -228,7 +229,7 @@ def scheduled(
         "cursor": cursor,
         "limit": limit,
     }
-    return _get("/v1/automation/scheduled", _paged("scheduled", WorkItem.parse), params)
+    return _get("/v1/automation/scheduled", _paged(WorkItem.parse), params)
 
 
 def queue(
@@ -249,14 +250,14 @@ def queue(
         "cursor": cursor,
         "limit": limit,
     }
-    return _get("/v1/automation/queue", _paged("queue", WorkItem.parse), params)
+    return _get("/v1/automation/queue", _paged(WorkItem.parse), params)
 
 
 # --- machines --------------------------------------------------------------------------
 
 
 def machines() -> Call[list[Machine]]:
-    return _get("/v1/machines", _items("machines", Machine.parse))
+    return _get("/v1/machines", _items(Machine.parse))
 
 
 def register_machine(
@@ -295,7 +296,7 @@ def create_automation(name: str, target: str, *, enabled: bool = True) -> Call[A
 def automations(*, cursor: str | None = None, limit: int | None = None) -> Call[Page[Automation]]:
     """A page of the principal's automations, oldest first."""
     params = {"cursor": cursor, "limit": limit}
-    return _get("/v1/automations", _paged("items", Automation.parse), params)
+    return _get("/v1/automations", _paged(Automation.parse), params)
 
 
 def automation(automation_id: str) -> Call[AutomationDetail]:
@@ -328,7 +329,7 @@ def resume_automation(automation_id: str) -> Call[Automation]:
 
 
 def schedules(automation_id: str) -> Call[list[Schedule]]:
-    return _get(_automation(automation_id, "schedules"), _items("items", Schedule.parse))
+    return _get(_automation(automation_id, "schedules"), _items(Schedule.parse))
 
 
 def add_schedule(
@@ -366,7 +367,7 @@ def remove_schedule(automation_id: str, trigger_id: str) -> Call[None]:
 
 
 def webhooks(automation_id: str) -> Call[list[Webhook]]:
-    return _get(_automation(automation_id, "webhooks"), _items("items", Webhook.parse))
+    return _get(_automation(automation_id, "webhooks"), _items(Webhook.parse))
 
 
 def add_webhook(
@@ -440,7 +441,7 @@ def runs(
 ) -> Call[Page[Run]]:
     """A page of the principal's runs, newest first."""
     params = {"status": status, "automation_id": automation_id, "cursor": cursor, "limit": limit}
-    return _get("/v1/runs", _paged("items", Run.parse), params)
+    return _get("/v1/runs", _paged(Run.parse), params)
 
 
 def run(run_id: str) -> Call[RunDetail]:

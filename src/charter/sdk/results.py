@@ -344,10 +344,11 @@ class _Reader:
         return [item for item in items if isinstance(item, dict)]
 
 
-def _page(body: JsonObject, parse: Callable[[JsonObject], T], key: str = "items") -> Page[T]:
+def _page(body: JsonObject, parse: Callable[[JsonObject], T]) -> Page[T]:
+    """A list answer: every list route answers `{"items": [...], "next_cursor": ...}`."""
     reader = _Reader(body, "page")
     return Page(
-        tuple(parse(item) for item in reader.objects(key)),
+        tuple(parse(item) for item in reader.objects("items")),
         reader.optional_text("next_cursor"),
         body,
     )

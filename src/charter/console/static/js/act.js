@@ -36,7 +36,7 @@ export function actSection(processId, { onAccepted }) {
         get("/v1/actors"),
         ed25519Problem(),
       ]);
-      body.replaceChildren(...render(process, workflow.definition ?? {}, actorList.actors ?? [], problem));
+      body.replaceChildren(...render(process, workflow.definition ?? {}, actorList.items ?? [], problem));
     } catch (error) {
       if (error instanceof ApiError && error.status === 403) {
         card.remove(); // what the token may not read, it cannot act on here either

@@ -44,7 +44,7 @@ export function automationsPage() {
         );
       }, { id: "runs" }),
       section("Machines", async () => {
-        const { machines } = await get("/v1/machines");
+        const { items: machines } = await get("/v1/machines");
         return table(
           Object.keys(machines[0] ?? {}).filter((k) => !/jwk|key|token/i.test(k)).map((k) => ({
             title: k.replaceAll("_", " "),
@@ -95,7 +95,7 @@ function details(automationId) {
 }
 
 /** The global timer or queue view: `GET /v1/automation/scheduled|queue` answers
- * `{"scheduled"|"queue": [rows], "next_cursor"}`, rows naming `what`, `process`, `due`. */
+ * `{"items": [rows], "next_cursor"}`, rows naming `what`, `process`, `due`. */
 async function work(path, lane) {
   const body = await get(path, { query: { status: lane === "scheduled" ? "active" : "" } });
   return table(
@@ -110,7 +110,7 @@ async function work(path, lane) {
       { title: "Attempts", cell: (r) => String(r.attempts ?? 0) },
       { title: "Last error", cell: (r) => r.last_error ?? "" },
     ],
-    body[lane] ?? [],
+    body.items ?? [],
     { empty: "Nothing here." },
   );
 }

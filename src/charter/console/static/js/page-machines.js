@@ -30,7 +30,7 @@ export function machinesPage() {
   const poll = setInterval(() => !document.hidden && reload(), POLL_MS);
 
   async function render() {
-    const { machines, can_change: canChange } = await get("/v1/machines");
+    const { items: machines, can_change: canChange } = await get("/v1/machines");
     const columns = [
       { title: "Machine", cell: (m) => h("code", { class: "id" }, m.id) },
       { title: "Target", cell: (m) => m.target },

@@ -36,13 +36,14 @@ export function processPage(id) {
 
   async function load() {
     const [process, history] = await Promise.all([get(processPath(id)), get(processPath(id, "/events"))]);
+    const events = history.items;
     shownSeq = process.seq;
     act.show(process);
     await Promise.all([
       fill(summary, summaryBody, () => renderSummary(process)),
-      fill(timeline, timelineBody, () => renderTimeline(process, history.events)),
-      fill(work, workBody, async () => renderWork(await get(processPath(id, "/automation")), history.events, countdowns)),
-      log.show(history.events),
+      fill(timeline, timelineBody, () => renderTimeline(process, events)),
+      fill(work, workBody, async () => renderWork(await get(processPath(id, "/automation")), events, countdowns)),
+      log.show(events),
     ]);
     if (verification !== null && verification.events === process.seq) {
       markVerification(timeline, verdict, verification); // the new timeline, marked again

@@ -34,7 +34,7 @@ export function processesPage() {
     try {
       const query = Object.fromEntries(FILTERS.map((n) => [n, params.get(n) ?? ""]));
       const found = await get("/v1/processes", { query: { ...query, limit: 50, cursor } });
-      rows.push(...found.processes);
+      rows.push(...found.items);
       cursor = found.next_cursor ?? null;
       results.replaceChildren(
         table(

@@ -13,7 +13,7 @@ export function workflowsPage() {
     content: [
       h("h1", {}, "Workflows"),
       section("Deployed workflows", async () => {
-        const { workflows } = await get("/v1/workflows");
+        const { items: workflows } = await get("/v1/workflows");
         return table(
           [
             { title: "Path", cell: (w) => link(paths.workflow(w.path), w.path) },
