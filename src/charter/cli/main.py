@@ -12,6 +12,7 @@ from charter.cli import (
     actors,
     automations,
     db,
+    hints,
     keys,
     log,
     machine,
@@ -95,12 +96,15 @@ def main() -> None:
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except CharterError as exc:
+        after = hints.hint(exc)
         if wants_json(sys.argv[1:]):
             # Under --json a script gets the error as data too: the wire shape, on stderr.
-            print(json.dumps({"error": exc.to_dict()}, default=str, ensure_ascii=False),
+            error = exc.to_dict() | ({"hint": after} if after else {})
+            print(json.dumps({"error": error}, default=str, ensure_ascii=False),
                   file=sys.stderr)  # fmt: skip
         else:
-            print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
+            line = " ".join(exc.message.split()) + (f"; {after}" if after else "")
+            print(f"error: {line}", file=sys.stderr)
         sys.exit(1)
     except _CLICK_EXCEPTIONS as exc:
         show = getattr(exc, "show", None)

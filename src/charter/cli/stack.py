@@ -18,7 +18,7 @@ from charter.automation.keys import ensure_automation_actor, key_file
 from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
 from charter.cli.serving import api_server, check_port_free, public_settings
-from charter.core.config import Settings
+from charter.core.config import Settings, admin_token_path
 from charter.core.ed25519 import write_private_file
 from charter.db.database import Database, Role, connect
 from charter.db.embedded import database_url
@@ -173,7 +173,7 @@ def _ensure_admin_token(settings: Settings, database: Database) -> Path:
     """An admin (`*`) token in $CHARTER_HOME/admin-token, mode 0600, that this database
     knows: made on first start, and made again when the file holds a token the database
     never issued or revoked (a new database under an old home)."""
-    path = settings.home / "admin-token"
+    path = admin_token_path(settings)
     with database.connection(Role.ENGINE) as conn:
         if path.exists():
             known = find_token(conn, path.read_text().strip())

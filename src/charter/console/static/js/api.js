@@ -11,12 +11,14 @@ export const session = {
 };
 
 /** An API error: HTTP status, Charter's error code and message. `not_found` with 404 is
- * a route this server does not have (an API older than the console). */
+ * a route this server does not have (an API older than the console). A 403 `forbidden`
+ * names the scope the token lacks (`scope`, null when the answer does not say). */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, scope = null) {
     super(message);
     this.status = status;
     this.code = code;
+    this.scope = scope;
   }
   get routeMissing() {
     return this.status === 404 && this.code === "not_found";
@@ -65,6 +67,7 @@ export async function request(
       response.status,
       String(error.code ?? "http_" + response.status),
       String(error.message ?? response.statusText),
+      typeof error.scope === "string" ? error.scope : null,
     );
     if (response.status === 401 && token === session.token()) listeners.forEach((l) => l(failure));
     throw failure;
