@@ -343,3 +343,16 @@ def test_a_token_the_api_does_not_know_names_charter_token_and_the_api(
     line = _one_error_line(cli("show", "cli-1"))
     assert line.startswith("error: the bearer token is not known; CHARTER_TOKEN holds a token")
     assert str(tmp_path / "home" / "admin-token") in line
+
+
+def test_submit_on_an_existing_process_needs_no_workflow(
+    h: Harness, cli: CliRunner, clerk_key: Path
+) -> None:
+    process_id, _ = h.open_process()
+    noted = cli("submit", "--key-file", str(clerk_key), "--process", process_id,
+                "--action", "note", "--json")  # fmt: skip
+    assert noted.code == 0, noted.err
+    assert json.loads(noted.out)["seq"] == 2
+    fresh = cli("submit", "--key-file", str(clerk_key), "--process", "cli-new",
+                "--action", "create")  # fmt: skip
+    assert "process 'cli-new' does not exist yet: name the workflow" in _one_error_line(fresh)
