@@ -27,14 +27,15 @@ def timers(
     status: Annotated[
         str | None,
         typer.Option(
-            help="Only rows in this status (scheduled: active, claimed, ...; "
-            "queue: pending, claimed, ...)."
+            help="Only rows in this status (scheduled: active, claimed, done, ...; "
+            "queue: pending, claimed, ...); done and exhausted are the same rows."
         ),
     ] = None,
     limit: Annotated[int, typer.Option(help="Rows of each kind (1 to 500).")] = 50,
     as_json: JsonFlag = False,
 ) -> None:
     """Scheduled and queued work: soonest timers first, then the queue."""
+    status = STATUS_ALIASES.get(status, status) if status is not None else None
     with remote.client() as api:
         process_id = ids.resolve_process(api, process) if process else None
         # A status of one view alone (`pending`, `active`) leaves the other empty; one of
@@ -64,6 +65,18 @@ def timers(
 
 _SCHEDULED = ("active", "claimed", "cancelled", "exhausted", "skipped", "failed")
 _QUEUE = ("pending", "claimed", "completed", "skipped", "failed")
+# What a person may type for a stored status.
+STATUS_ALIASES = {"done": "exhausted"}
+
+
+def shown_status(row: JsonObject) -> str:
+    """A row's status as people read it. The API's `exhausted` means the schedule will not
+    fire again: for a one-shot timer that is `done` (it fired); a repeating schedule
+    that ran out of its count or passed its until stays `exhausted`."""
+    status = str(row.get("status"))
+    if status == "exhausted" and row.get("kind") == "scheduled_action" and not row.get("every"):
+        return "done"
+    return status
 
 
 def _rows(page: JsonObject, key: str) -> list[JsonObject]:
@@ -80,7 +93,7 @@ def _table(title: str, rows: list[JsonObject], process_id: str | None) -> Table:
         cells: list[Text | str] = [
             Text(str(row.get("what"))),
             when.human(row.get("due")),
-            str(row.get("status")),
+            shown_status(row),
             str(row.get("attempts")),
             Text(str(row.get("last_error") or "-")),
         ]
