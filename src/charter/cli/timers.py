@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import ids, remote, when
+from charter.cli import ids, remote, tables, when
 from charter.core.jsontypes import JsonObject, JsonValue
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
@@ -54,10 +53,9 @@ def timers(
     if as_json:
         remote.print_json({"scheduled": scheduled, "queue": queued})
         return
-    console = Console(soft_wrap=False)
     where = f" of {process_id}" if process_id else ""
-    console.print(_table(f"scheduled actions{where}", _rows(scheduled, "scheduled"), process_id))
-    console.print(_table(f"queued automatic actions{where}", _rows(queued, "queue"), process_id))
+    tables.show(_table(f"scheduled actions{where}", _rows(scheduled, "scheduled"), process_id))
+    tables.show(_table(f"queued automatic actions{where}", _rows(queued, "queue"), process_id))
     for page, name in ((scheduled, "scheduled"), (queued, "queue")):
         if page.get("next_cursor"):
             typer.echo(f"more {name} rows than --limit {limit}: narrow with --status or --workflow")
@@ -88,7 +86,7 @@ def _table(title: str, rows: list[JsonObject], process_id: str | None) -> Table:
     columns = ["what", "when", "status", "attempts", "last error"]
     if process_id is None:
         columns[1:1] = ["process", "workflow"]
-    table = Table(*columns, title=title)
+    table = tables.whole(Table(*columns, title=title), "process")
     for row in rows:
         cells: list[Text | str] = [
             Text(str(row.get("what"))),
