@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two stamps: `make run` needs Charter and its runtime dependencies only; `make test` (and
+# lint, typecheck, bench) add the development extras on top of the same venv.
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 # Exact versions of everything `.[dev]` installs, of pip and of the build backend
 # (setuptools, wheel). pyproject.toml keeps the ranges a library user gets; this file pins
@@ -10,14 +13,18 @@ STAMP := $(VENV)/.installed
 LOCK := constraints.txt
 LOCK_VENV := .lock-venv
 
-.PHONY: run test lint typecheck pytest bench clean lock
+.PHONY: run test lint typecheck pytest bench clean lock wheel
 
-$(STAMP): pyproject.toml $(LOCK)
+$(RUNTIME): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit("Charter needs Python 3.11+") if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade -c $(LOCK) pip setuptools wheel
 	@# No build isolation: the build backend is the pinned setuptools above, not the
 	@# newest one an isolated build would fetch.
+	$(BIN)/python -m pip install --quiet --no-build-isolation -c $(LOCK) -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
 	$(BIN)/python -m pip install --quiet --no-build-isolation -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
 
@@ -37,8 +44,12 @@ lock:
 	rm -rf $(LOCK_VENV)
 
 ## run: start Charter on its embedded PostgreSQL with the live automation demo (make run PORT=8421)
-run: $(STAMP)
+run: $(RUNTIME)
 	$(BIN)/charter up --demo $(if $(PORT),--port $(PORT))
+
+## wheel: build dist/charter-VERSION-py3-none-any.whl (install it with -c constraints.txt)
+wheel: $(RUNTIME)
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -c $(LOCK) -w dist .
 
 ## test: lint, type-check and run the whole test suite
 test: lint typecheck pytest
@@ -59,4 +70,4 @@ bench: $(STAMP)
 		$(BIN)/python bench/$$script.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(LOCK_VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LOCK_VENV) build dist .mypy_cache .pytest_cache .ruff_cache

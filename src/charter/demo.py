@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shlex
+import shutil
+import sys
 import time
 from datetime import UTC, datetime
 from importlib import resources
@@ -38,8 +42,9 @@ def demo_definition() -> JsonObject:
     return value
 
 
-async def run_demo(api_url: str, settings: Settings, console: Console, token_path: Path) -> None:
-    """Drive one process through the demo and show its events live."""
+async def run_demo(api_url: str, settings: Settings, console: Console, token_path: Path) -> bool:
+    """Drive one process through the demo and show its events live; whether its chain
+    verified."""
     await asyncio.to_thread(_wait_healthy, api_url)
     token = token_path.read_text().strip()
     with Client(api_url, token) as client:
@@ -57,17 +62,34 @@ async def run_demo(api_url: str, settings: Settings, console: Console, token_pat
         verdict = "[green]ok[/]" if report.ok else f"[red]{report.raw}[/]"
         console.print(f"[bold]verify[/] {process_id}: {verdict}")
         console.print(
-            f"Explore: {explore_command(api_url, token_path, process_id)}\n"
-            "Charter keeps running; Ctrl-C stops it.",
+            f"Explore: {explore_command(api_url, token_path, process_id, charter_program())}",
             soft_wrap=True,  # one line: it is meant to be copied
+            markup=False,
+            highlight=False,
         )
+    return report.ok
 
 
-def explore_command(api_url: str, token_path: Path, process_id: str) -> str:
-    """The command that shows the demo's history; it names the API only when the CLI
-    would not find it by default."""
-    where = "" if api_url == Settings().api_url else f"CHARTER_API_URL={api_url} "
-    return f"{where}CHARTER_TOKEN=$(cat {token_path}) charter history {process_id}"
+def explore_command(api_url: str, token_path: Path, process_id: str, program: str) -> str:
+    """One line to paste into a shell, where `charter` may well not be on the PATH: it
+    exports where the API is and the admin token, then runs `program` (the charter
+    executable running the demo) to show the demo's history."""
+    token = f'"$(cat {shlex.quote(str(token_path))})"'
+    return (
+        f"export CHARTER_API_URL={shlex.quote(api_url)} CHARTER_TOKEN={token}"
+        f" && {program} history {shlex.quote(process_id)}"
+    )
+
+
+def charter_program(argv0: str | None = None) -> str:
+    """The command that runs this very `charter`, for a shell anywhere: the script's
+    absolute path (`.venv/bin/charter` in a clone, the venv's or the system's `charter`
+    of an installed wheel), or `PYTHON -m charter` when run that way."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if Path(argv0).name in ("__main__.py", "-m", "-c", ""):
+        return f"{shlex.quote(sys.executable)} -m charter"
+    found = argv0 if os.sep in argv0 else shutil.which(argv0) or argv0
+    return shlex.quote(os.path.abspath(found))
 
 
 def _wait_healthy(api_url: str) -> None:

@@ -277,9 +277,36 @@ def test_what_the_token_may_not_read_is_not_shown(page: Page, seeded: Site) -> N
     expect(page.locator("#runs")).to_be_visible()
     expect(page.locator("#automations")).to_have_count(0)
     expect(page.locator("#machines")).to_have_count(0)
+    # Each section it may not read is one line naming the scope that would show it.
+    notes = page.locator("main .forbidden")
+    expect(notes).to_have_count(4)
+    expect(notes.nth(0)).to_contain_text("Automations: not shown, this token lacks the scope")
+    expect(page.locator("main")).to_contain_text("Timers across processes: not shown")
     expect(page.locator('#nav a[data-nav="workflows"]')).to_be_hidden()
     expect(page.locator('#nav a[data-nav="processes"]')).to_be_hidden()
     expect(page.locator('#nav a[data-nav="automations"]')).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("path", "section", "scope"),
+    [
+        ("/console/", "Now", "processes:read"),
+        ("/console/workflows", "Deployed workflows", "processes:read"),
+        ("/console/machines", None, "automations:read"),
+    ],
+)
+def test_a_page_the_token_may_not_read_names_the_missing_scope(
+    page: Page, seeded: Site, path: str, section: str | None, scope: str
+) -> None:
+    """Not a blank page: where a section would be, a line names the scope it needs."""
+    base, data = seeded
+    sign_in(page, base, data.runs_only, path)
+    note = page.locator("main .forbidden")
+    expect(note).to_have_count(1)
+    expect(note).to_contain_text(f"this token lacks the scope {scope}")
+    expect(note).to_contain_text(f"charter tokens create --scope {scope}")
+    if section is not None:
+        expect(note).to_contain_text(section)
 
 
 @pytest.mark.parametrize(

@@ -313,3 +313,46 @@ def test_an_unreachable_api_is_one_line(cli: CliRunner, monkeypatch: pytest.Monk
     monkeypatch.setattr(remote, "client", lambda: Client("http://127.0.0.1:1", "t"))
     line = _one_error_line(cli("actors", "list"))
     assert line.startswith("error: cannot reach the Charter API at http://127.0.0.1:1")
+
+
+def test_a_call_without_a_token_says_to_set_charter_token_and_where_up_wrote_one(
+    h: Harness, cli: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CHARTER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CHARTER_TOKEN", raising=False)
+    monkeypatch.setattr(remote, "client", lambda: Client(str(h.http.base_url), None, http=h.http))
+    token_file = tmp_path / "home" / "admin-token"
+    line = _one_error_line(cli("show", "cli-1"))
+    assert line.startswith("error: this request needs a bearer token")
+    assert "set CHARTER_TOKEN" in line
+    assert f'export CHARTER_TOKEN="$(cat {token_file})"' in line
+    assert "charter tokens create" in line
+    error = json.loads(cli("show", "cli-1", "--json").err)["error"]
+    assert error["code"] == "unauthorized"
+    assert str(token_file) in error["hint"]
+
+
+def test_a_token_the_api_does_not_know_names_charter_token_and_the_api(
+    h: Harness, cli: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CHARTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CHARTER_TOKEN", "not-a-token")
+    monkeypatch.setattr(
+        remote, "client", lambda: Client(str(h.http.base_url), "not-a-token", http=h.http)
+    )
+    line = _one_error_line(cli("show", "cli-1"))
+    assert line.startswith("error: the bearer token is not known; CHARTER_TOKEN holds a token")
+    assert str(tmp_path / "home" / "admin-token") in line
+
+
+def test_submit_on_an_existing_process_needs_no_workflow(
+    h: Harness, cli: CliRunner, clerk_key: Path
+) -> None:
+    process_id, _ = h.open_process()
+    noted = cli("submit", "--key-file", str(clerk_key), "--process", process_id,
+                "--action", "note", "--json")  # fmt: skip
+    assert noted.code == 0, noted.err
+    assert json.loads(noted.out)["seq"] == 2
+    fresh = cli("submit", "--key-file", str(clerk_key), "--process", "cli-new",
+                "--action", "create")  # fmt: skip
+    assert "process 'cli-new' does not exist yet: name the workflow" in _one_error_line(fresh)

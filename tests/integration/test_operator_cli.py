@@ -260,3 +260,34 @@ def test_machines_list_disable_and_enable(h: Harness, cli: Any) -> None:
     unknown = cli("machines", "disable", "cli-no-such-machine")
     assert unknown.code == 1
     assert unknown.err.startswith("error: ")
+
+
+# --- ids are shown whole ----------------------------------------------------------------
+
+
+def test_tables_show_ids_whole_on_a_narrow_terminal(
+    h: Harness, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every id a table shows is one another command takes: never cut with an ellipsis,
+    however narrow the terminal (the table grows past it instead)."""
+    long_process = "cli-whole-" + "x" * 40
+    _create(h, long_process, start=True)
+    long_machine = "cli-machine-with-a-long-" + "y" * 30
+    register(h, "box", principal="admin", machine_id=long_machine)
+    run_id = _pending_run(h)
+    long_actor = "cli-actor-with-a-long-" + "z" * 30
+    h.actor(long_actor, "clerk")
+    monkeypatch.setenv("COLUMNS", "40")
+    for args, whole in [
+        (["processes", "list", "--workflow", TIMERS], long_process),
+        (["timers", "--workflow", TIMERS], long_process),
+        (["machines", "list"], long_machine),
+        (["runs", "list"], run_id),
+        (["actors", "list"], long_actor),
+    ]:
+        shown = cli(*args)
+        assert shown.code == 0, shown.err
+        assert any(whole in line for line in shown.out.splitlines()), (args, shown.out)
+    automation_id = json.loads(cli("automations", "list", "--json").out)["items"][0]["id"]
+    listed = cli("automations", "list")
+    assert any(automation_id in line for line in listed.out.splitlines()), listed.out

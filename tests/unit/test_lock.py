@@ -60,9 +60,13 @@ def test_every_declared_dependency_is_pinned_within_its_range() -> None:
 def test_the_makefile_installs_with_the_lock_and_reinstalls_when_it_changes() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^LOCK := constraints\.txt$", makefile, re.MULTILINE)
+    # The runtime stamp (`make run`) depends on the lock, the dev stamp (`make test`) on it.
+    runtime_rule = re.search(r"^\$\(RUNTIME\):(.*)$", makefile, re.MULTILINE)
+    assert runtime_rule
+    assert "$(LOCK)" in runtime_rule[1].split()
     stamp_rule = re.search(r"^\$\(STAMP\):(.*)$", makefile, re.MULTILINE)
     assert stamp_rule
-    assert "$(LOCK)" in stamp_rule[1].split()
+    assert "$(RUNTIME)" in stamp_rule[1].split()
     installs = [line for line in makefile.splitlines() if "$(BIN)/python -m pip install" in line]
     assert installs
     assert all("-c $(LOCK)" in line for line in installs), installs

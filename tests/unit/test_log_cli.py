@@ -144,3 +144,10 @@ def test_init_refuses_to_run_twice_and_bad_origins(home: Path) -> None:
         assert "schema-less" in bad.exception.message
     # A host with a port is a schema-less prefix too.
     check_origin("charter.example.com:8443/prod")  # does not raise
+
+
+def test_status_before_any_log_prints_no_python_none(home: Path) -> None:
+    status = runner.invoke(app, ["log", "status"])
+    assert status.exit_code == 0, status.output
+    assert "None" not in status.stdout
+    assert "origin       (no checkpoint yet)" in status.stdout

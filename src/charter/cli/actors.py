@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from charter.cli import remote
+from charter.cli import remote, tables
 from charter.core.ed25519 import read_secret_key_file
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -68,7 +67,7 @@ def list_(as_json: JsonFlag = False) -> None:
             str(actor.get("keys", "")),
             "yes" if actor.get("disabled") else "",
         )
-    Console().print(table)
+    tables.show(tables.whole(table, "id"))
 
 
 def _roles(roles: JsonValue) -> str:

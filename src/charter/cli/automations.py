@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from charter.automations.control import UNSET, Unset
-from charter.cli import remote
+from charter.cli import remote, tables
 from charter.core import ijson
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonValue
@@ -104,7 +104,7 @@ def list_(
             _yes(automation.enabled),
             when(automation.created_at),
         )
-    console().print(table)
+    tables.show(tables.whole(table, "id"))
     more(following)
 
 
@@ -116,7 +116,7 @@ def show(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     if as_json:
         remote.print_json(detail.raw)
         return
-    console().print(_detail_panel(detail))
+    tables.show(_detail_panel(detail))
 
 
 @app.command("update")
@@ -375,6 +375,7 @@ def _detail_panel(detail: AutomationDetail) -> Panel:
     schedules = Table(
         "id", "cron", "timezone", "next run", "remaining", "enabled", title="schedules"
     )
+    tables.whole(schedules, "id")
     for s in detail.schedules:
         schedules.add_row(
             s.id,
@@ -385,6 +386,7 @@ def _detail_panel(detail: AutomationDetail) -> Panel:
             _yes(s.enabled),
         )
     webhooks = Table("id", "source", "event", "secret", "enabled", title="webhooks")
+    tables.whole(webhooks, "id")
     for w in detail.webhooks:
         webhooks.add_row(
             w.id, Text(w.source), Text(w.event or "*"), _secret_state(w), _yes(w.enabled)
@@ -422,7 +424,7 @@ def run_table(runs: tuple[Run, ...] | list[Run], title: str | None = None) -> Ta
             when(run.created_at),
             Text(run.error or ""),
         )
-    return table
+    return tables.whole(table, "id", "automation")
 
 
 def _secret_state(webhook: Webhook) -> str:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import remote, when
+from charter.cli import remote, tables, when
 from charter.core.jsontypes import JsonObject
 
 app = typer.Typer(help="Machines: list, disable, enable.", no_args_is_help=True)
@@ -41,7 +40,7 @@ def list_(as_json: JsonFlag = False) -> None:
             when.human(machine.get("last_seen_at")),
             str(machine.get("runs_in_progress", "-")),
         )
-    Console(soft_wrap=False).print(table)
+    tables.show(tables.whole(table, "id"))
 
 
 @app.command("disable")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from importlib import metadata
+from typing import Annotated
 
 import typer
 
@@ -12,6 +14,8 @@ from charter.cli import (
     actors,
     automations,
     db,
+    helptext,
+    hints,
     keys,
     log,
     machine,
@@ -37,6 +41,36 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _show_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"charter {package_version()}")
+        raise typer.Exit()
+
+
+def package_version() -> str:
+    """The installed distribution's version (the package's own when run from a tree)."""
+    try:
+        return metadata.version("charter")
+    except metadata.PackageNotFoundError:
+        from charter import __version__
+
+        return __version__
+
+
+@app.callback()
+def _charter(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_show_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Charter: governed workflows and automation on PostgreSQL."""
+
+
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
 app.add_typer(log.app, name="log")
@@ -92,15 +126,19 @@ def main() -> None:
     try:
         # Without standalone mode click returns a typer.Exit code instead of exiting, and
         # raises usage errors instead of printing them: both are handled here.
-        code = app(standalone_mode=False)
+        command = helptext.tidy(typer.main.get_command(app))
+        code = command.main(prog_name="charter", standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except CharterError as exc:
+        after = hints.hint(exc)
         if wants_json(sys.argv[1:]):
             # Under --json a script gets the error as data too: the wire shape, on stderr.
-            print(json.dumps({"error": exc.to_dict()}, default=str, ensure_ascii=False),
+            error = exc.to_dict() | ({"hint": after} if after else {})
+            print(json.dumps({"error": error}, default=str, ensure_ascii=False),
                   file=sys.stderr)  # fmt: skip
         else:
-            print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
+            line = " ".join(exc.message.split()) + (f"; {after}" if after else "")
+            print(f"error: {line}", file=sys.stderr)
         sys.exit(1)
     except _CLICK_EXCEPTIONS as exc:
         show = getattr(exc, "show", None)

@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import remote, when
+from charter.cli import remote, tables, when
 from charter.core.jsontypes import JsonObject, JsonValue
 
 app = typer.Typer(help="Processes: list and search.", no_args_is_help=True)
@@ -79,7 +79,7 @@ def list_(
             when.human(row.get("updated_at")),
             Text(str(row.get("parent") or "-")),
         )
-    Console(soft_wrap=False).print(table)
+    tables.show(tables.whole(table, "id", "parent"))
     if page.get("next_cursor"):
         typer.echo(f"more: --cursor {page['next_cursor']}")
 
@@ -105,7 +105,7 @@ def history(process_id: ProcessId, as_json: JsonFlag = False) -> None:
             remote.short(event.get("hash")),
             Text(provenance(event)),
         )
-    Console().print(table)
+    tables.show(tables.whole(table, "actor"))
 
 
 def provenance(event: JsonObject) -> str:

@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import automations, remote
+from charter.cli import automations, remote, tables
 from charter.sdk.results import RunDetail
 
 app = typer.Typer(help="Runs: admitted by triggers, executed on machines.", no_args_is_help=True)
@@ -45,7 +45,7 @@ def list_(
     if as_json:
         remote.print_json({"items": [r.raw for r in items], "next_cursor": following})
         return
-    automations.console().print(automations.run_table(items))
+    tables.show(automations.run_table(items))
     automations.more(following)
 
 
@@ -59,7 +59,7 @@ def show(
     if as_json:
         remote.print_json(detail.raw)
         return
-    automations.console().print(_panel(detail))
+    tables.show(_panel(detail))
 
 
 @app.command("cancel")

@@ -8,6 +8,7 @@ import asyncio
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from rich.console import Console
@@ -17,7 +18,7 @@ from charter.automation.keys import ensure_automation_actor, key_file
 from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
 from charter.cli.serving import api_server, check_port_free, public_settings
-from charter.core.config import Settings
+from charter.core.config import Settings, admin_token_path
 from charter.core.ed25519 import write_private_file
 from charter.db.database import Database, Role, connect
 from charter.db.embedded import database_url
@@ -34,9 +35,11 @@ def start(
     cron_interval: float,
     worker_settings: WorkerSettings | None = None,
     telemetry: Callable[[], None] | None = None,
-) -> None:
-    """Run everything until SIGINT/SIGTERM, then stop it all cleanly; `telemetry`
-    (picklable) sets up the logs of the log sequencer's process."""
+    exit_after_demo: bool = False,
+) -> bool:
+    """Run everything until SIGINT/SIGTERM (or, with `exit_after_demo`, until the demo is
+    over), then stop it all cleanly; `telemetry` (picklable) sets up the logs of the log
+    sequencer's process. False when the demo's process did not verify."""
     console = Console()
     settings = public_settings(Settings.from_env(), host, port)
     worker_settings = worker_settings or WorkerSettings()
@@ -50,8 +53,19 @@ def start(
         with background_sequencer(url, telemetry=telemetry) as origin:
             if origin is not None:
                 console.print(f"[bold]log[/]       sequencing {origin}")
-            _run(console, settings, url, host, port, demo, cron_interval, worker_settings)
+            ok = _run(
+                console,
+                settings,
+                url,
+                host,
+                port,
+                demo=demo or exit_after_demo,
+                exit_after_demo=exit_after_demo,
+                cron_interval=cron_interval,
+                worker_settings=worker_settings,
+            )
     console.print("stopped cleanly")
+    return ok
 
 
 def _run(
@@ -60,10 +74,12 @@ def _run(
     url: str,
     host: str,
     port: int,
+    *,
     demo: bool,
+    exit_after_demo: bool,
     cron_interval: float,
     worker_settings: WorkerSettings,
-) -> None:
+) -> bool:
     # The API's threads, the worker's concurrent firings, cron admission.
     with Database(url, max_size=max(12, worker_settings.concurrency + 6)) as database:
         key = ensure_automation_actor(settings, database)
@@ -86,12 +102,13 @@ def _run(
         crons = CronAdmission(database, interval=cron_interval)
         console.print(f"[bold]cron[/]      admission every {cron_interval:g} s")
         demo_url = api_url if demo else None
-        asyncio.run(
+        return asyncio.run(
             _serve(
                 server,
                 worker,
                 crons,
                 demo_url=demo_url,
+                exit_after_demo=exit_after_demo,
                 settings=settings,
                 console=console,
                 token_path=token_path,
@@ -108,12 +125,15 @@ async def _serve(
     settings: Settings,
     console: Console,
     token_path: Path,
-) -> None:
+    exit_after_demo: bool = False,
+) -> bool:
+    """Serve until a stop signal, a side task dies or (`exit_after_demo`) the demo is
+    over; whether the demo's process verified (True without a demo)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    tasks = {
+    tasks: set[asyncio.Task[Any]] = {
         asyncio.create_task(server.serve(), name="charter-api"),
         asyncio.create_task(worker.run(), name="charter-worker"),
         # Admission only inserts runs; its ticks log their own failures and go on.
@@ -128,11 +148,15 @@ async def _serve(
                 run_demo(demo_url, settings, console, token_path), name="charter-demo"
             )
         )
+    verified = True
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             if task.get_name() == "charter-demo" and not task.cancelled():
-                task.result()
+                verified = bool(task.result())
+                if exit_after_demo:
+                    break
+                console.print("Charter keeps running; Ctrl-C stops it.")
                 await stop.wait()  # the demo finished; keep serving until Ctrl-C
             elif task.get_name() != "charter-stop":
                 task.result()  # a side task died: say why
@@ -142,13 +166,14 @@ async def _serve(
         worker.stop()
         crons.stop()
         await asyncio.gather(*tasks, return_exceptions=True)
+    return verified
 
 
 def _ensure_admin_token(settings: Settings, database: Database) -> Path:
     """An admin (`*`) token in $CHARTER_HOME/admin-token, mode 0600, that this database
     knows: made on first start, and made again when the file holds a token the database
     never issued or revoked (a new database under an old home)."""
-    path = settings.home / "admin-token"
+    path = admin_token_path(settings)
     with database.connection(Role.ENGINE) as conn:
         if path.exists():
             known = find_token(conn, path.read_text().strip())

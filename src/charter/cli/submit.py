@@ -17,8 +17,15 @@ from charter.core.jsontypes import JsonObject
 def submit(
     key_file: Annotated[Path, typer.Option(help="The actor's secret key file.")],
     process: Annotated[str, typer.Option(help="The process id (new or existing).")],
-    workflow: Annotated[str, typer.Option(help="The workflow path the process runs.")],
     action: Annotated[str, typer.Option(help="The action to take.")],
+    workflow: Annotated[
+        str | None,
+        typer.Option(
+            help="The workflow path a new process runs; an existing process's own is used "
+            "when left out.",
+            show_default=False,
+        ),
+    ] = None,
     input_: Annotated[
         str, typer.Option("--input", help="The input: a JSON object, or @FILE to read one.")
     ] = "{}",
@@ -27,7 +34,10 @@ def submit(
     ] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the API's JSON answer.")] = False,
 ) -> None:
-    """Sign an event (prev = the process head, null for a new process) and submit it."""
+    """Sign an event (prev = the process head, null for a new process) and submit it.
+
+    For an existing process the workflow is the one it runs (read through the API, as the
+    head is); a new process needs --workflow."""
     key = read_secret_key_file(key_file)
     data = _input(input_)
 

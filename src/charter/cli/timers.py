@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import ids, remote, when
+from charter.cli import ids, remote, tables, when
 from charter.core.jsontypes import JsonObject, JsonValue
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
@@ -27,14 +26,15 @@ def timers(
     status: Annotated[
         str | None,
         typer.Option(
-            help="Only rows in this status (scheduled: active, claimed, ...; "
-            "queue: pending, claimed, ...)."
+            help="Only rows in this status (scheduled: active, claimed, done, ...; "
+            "queue: pending, claimed, ...); done and exhausted are the same rows."
         ),
     ] = None,
     limit: Annotated[int, typer.Option(help="Rows of each kind (1 to 500).")] = 50,
     as_json: JsonFlag = False,
 ) -> None:
     """Scheduled and queued work: soonest timers first, then the queue."""
+    status = STATUS_ALIASES.get(status, status) if status is not None else None
     with remote.client() as api:
         process_id = ids.resolve_process(api, process) if process else None
         # A status of one view alone (`pending`, `active`) leaves the other empty; one of
@@ -53,10 +53,9 @@ def timers(
     if as_json:
         remote.print_json({"scheduled": scheduled, "queue": queued})
         return
-    console = Console(soft_wrap=False)
     where = f" of {process_id}" if process_id else ""
-    console.print(_table(f"scheduled actions{where}", _rows(scheduled), process_id))
-    console.print(_table(f"queued automatic actions{where}", _rows(queued), process_id))
+    tables.show(_table(f"scheduled actions{where}", _rows(scheduled), process_id))
+    tables.show(_table(f"queued automatic actions{where}", _rows(queued), process_id))
     for page, name in ((scheduled, "scheduled"), (queued, "queue")):
         if page.get("next_cursor"):
             typer.echo(f"more {name} rows than --limit {limit}: narrow with --status or --workflow")
@@ -64,6 +63,18 @@ def timers(
 
 _SCHEDULED = ("active", "claimed", "cancelled", "exhausted", "skipped", "failed")
 _QUEUE = ("pending", "claimed", "completed", "skipped", "failed")
+# What a person may type for a stored status.
+STATUS_ALIASES = {"done": "exhausted"}
+
+
+def shown_status(row: JsonObject) -> str:
+    """A row's status as people read it. The API's `exhausted` means the schedule will not
+    fire again: for a one-shot timer that is `done` (it fired); a repeating schedule
+    that ran out of its count or passed its until stays `exhausted`."""
+    status = str(row.get("status"))
+    if status == "exhausted" and row.get("kind") == "scheduled_action" and not row.get("every"):
+        return "done"
+    return status
 
 
 def _rows(page: JsonObject) -> list[JsonObject]:
@@ -75,12 +86,12 @@ def _table(title: str, rows: list[JsonObject], process_id: str | None) -> Table:
     columns = ["what", "when", "status", "attempts", "last error"]
     if process_id is None:
         columns[1:1] = ["process", "workflow"]
-    table = Table(*columns, title=title)
+    table = tables.whole(Table(*columns, title=title), "process")
     for row in rows:
         cells: list[Text | str] = [
             Text(str(row.get("what"))),
             when.human(row.get("due")),
-            str(row.get("status")),
+            shown_status(row),
             str(row.get("attempts")),
             Text(str(row.get("last_error") or "-")),
         ]

@@ -6,7 +6,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from charter.auth.tokens import (
@@ -17,6 +16,7 @@ from charter.auth.tokens import (
     list_tokens,
     revoke_token,
 )
+from charter.cli import tables
 from charter.core.config import Settings
 from charter.core.errors import NotFound
 from charter.db.database import Role, connect
@@ -68,8 +68,7 @@ def list_(
     if as_json:
         typer.echo(json.dumps({"tokens": [t.to_json() for t in tokens]}, indent=2))
         return
-    table = Table("name", "principal", "scopes", "created", "revoked")
-    table.add_column("id", no_wrap=True, min_width=36)  # whole: `revoke` takes it
+    table = Table("name", "principal", "scopes", "created", "revoked", "id")
     for token in tokens:
         table.add_row(
             token.name,
@@ -79,7 +78,7 @@ def list_(
             token.revoked_at.isoformat(timespec="seconds") if token.revoked_at else "",
             token.id,
         )
-    Console().print(table)
+    tables.show(tables.whole(table, "id"))  # whole: `revoke` takes it
 
 
 @app.command("revoke")

@@ -27,6 +27,12 @@ def up(
     demo: bool = typer.Option(
         False, "--demo", help="Deploy the onboarding demo and drive it live."
     ),
+    exit_after_demo: bool = typer.Option(
+        False,
+        "--exit-after-demo",
+        help="Run the demo (as --demo does), then stop everything cleanly: exit 0 when "
+        "the demo's process verified, 1 when not. For CI and scripts.",
+    ),
     cron_interval: CronInterval = 5.0,
     lease_seconds: LeaseSeconds = DEFAULT_WORKER.lease_seconds,
     concurrency: Concurrency = DEFAULT_WORKER.concurrency,
@@ -47,6 +53,7 @@ def up(
 
     telemetry = partial(setup_telemetry, log_level, log_format, "charter")
     telemetry()
+    demo = demo or exit_after_demo
     if demo and log_level is not LogLevelName.debug:
         # The demo's live view polls the API twice a second: its access lines would bury
         # the view. They are there at --log-level debug.
@@ -55,11 +62,14 @@ def up(
     from charter.cli.stack import start
 
     worker_settings = replace(DEFAULT_WORKER, lease_seconds=lease_seconds, concurrency=concurrency)
-    start(
+    verified = start(
         host,
         port,
         demo=demo,
+        exit_after_demo=exit_after_demo,
         cron_interval=cron_interval,
         worker_settings=worker_settings,
         telemetry=telemetry,
     )
+    if exit_after_demo and not verified:
+        raise typer.Exit(1)

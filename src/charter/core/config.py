@@ -52,6 +52,11 @@ class Settings:
         return self.home / "pgdata"
 
 
+def admin_token_path(settings: Settings) -> Path:
+    """Where `charter up` keeps its admin (`*`) API token, mode 0600."""
+    return settings.home / "admin-token"
+
+
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if raw is None or raw == "":

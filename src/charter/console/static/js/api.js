@@ -13,12 +13,14 @@ export const session = {
 /** An API error: HTTP status, Charter's error code and message. A 404 `not_found` whose
  * message is "no route ..." is a route this server does not have (an API older than the
  * console); any other 404 `not_found` is a thing (a run, an automation, a plan, a
- * machine) that does not exist or belongs to another principal. */
+ * machine) that does not exist or belongs to another principal. A 403 `forbidden` names
+ * the scope the token lacks (`scope`, null when the answer does not say). */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, scope = null) {
     super(message);
     this.status = status;
     this.code = code;
+    this.scope = scope;
   }
   get routeMissing() {
     return this.status === 404 && this.code === "not_found" && this.message.startsWith("no route");
@@ -70,6 +72,7 @@ export async function request(
       response.status,
       String(error.code ?? "http_" + response.status),
       String(error.message ?? response.statusText),
+      typeof error.scope === "string" ? error.scope : null,
     );
     if (response.status === 401 && token === session.token()) listeners.forEach((l) => l(failure));
     throw failure;
