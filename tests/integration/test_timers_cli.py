@@ -112,5 +112,5 @@ def test_a_fired_one_shot_timer_reads_done_and_a_spent_schedule_exhausted(cli: A
 
 def test_status_done_finds_the_fired_rows(cli: Any) -> None:
     found = json.loads(cli("timers", "--status", "done", "--json").out)
-    assert len(found["scheduled"]["scheduled"]) == 2
-    assert found["queue"]["queue"] == []
+    assert len(found["scheduled"]["items"]) == 2
+    assert found["queue"]["items"] == []
