@@ -94,7 +94,7 @@ def _row(out: str, word: str) -> str:
 
 def test_the_api_calls_both_exhausted(cli: Any) -> None:
     body = json.loads(cli("timers", "fired-1", "--json").out)
-    rows = {row["schedule_id"]: row for row in body["scheduled"]["scheduled"]}
+    rows = {row["schedule_id"]: row for row in body["scheduled"]["items"]}
     assert rows["once"]["status"] == rows["twice"]["status"] == "exhausted"
 
 
