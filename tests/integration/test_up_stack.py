@@ -1,16 +1,20 @@
 """`charter up`'s own pieces: the admin token it hands out must be one the database
-knows, and a side task that dies stops everything with its error instead of hanging."""
+knows, and a child process that dies stops the others and is named, instead of hanging."""
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from charter.auth.tokens import find_token, revoke_token
-from charter.cli.stack import _ensure_admin_token, _serve
+from charter.cli.children import Died, Family, clean_exit, die_with_parent
+from charter.cli.stack import _ensure_admin_token
 from charter.core.config import Settings
 from charter.db.database import Database, Role
 
@@ -45,50 +49,43 @@ def test_the_admin_token_is_made_once_and_remade_when_the_database_does_not_know
     assert _known(database, third)
 
 
-class _Server:
-    """What `_serve` drives of uvicorn's server: serve() until should_exit."""
-
-    def __init__(self) -> None:
-        self.should_exit = False
-
-    async def serve(self) -> None:
-        while not self.should_exit:
-            await asyncio.sleep(0.01)
+def _sleeper(parent: int) -> None:
+    """A child that runs until its parent's SIGTERM."""
+    die_with_parent(parent)
+    time.sleep(60)
 
 
-class _Side:
-    """A worker or cron loop: run() until stop(), or fail at once."""
-
-    def __init__(self, fail: bool = False) -> None:
-        self.fail = fail
-        self.stopped = asyncio.Event()
-
-    async def run(self) -> None:
-        if self.fail:
-            raise RuntimeError("the worker died")
-        await self.stopped.wait()
-
-    def stop(self) -> None:
-        self.stopped.set()
+def _failing() -> None:
+    raise SystemExit(3)
 
 
-def test_a_side_task_that_dies_stops_everything_with_its_error(tmp_path: Path) -> None:
-    server = _Server()
+def test_a_child_that_exits_stops_the_others_and_is_named() -> None:
+    context = multiprocessing.get_context("spawn")
+    sleeper = context.Process(target=_sleeper, args=(os.getpid(),), name="api")
+    failing = context.Process(target=_failing, name="worker")
+    family = Family([sleeper, failing])
+    family.start()
+    try:
+        died = asyncio.run(asyncio.wait_for(family.run(), timeout=30))
+    finally:
+        codes = family.stop()
+    assert died == Died("worker", failing.pid, 3)
+    assert died.message == (
+        f"the worker process (pid {failing.pid}) exited with code 3; stopping everything"
+    )
+    assert codes == [-signal.SIGTERM, 3]  # the sleeper was stopped by SIGTERM
 
-    async def serve() -> None:
-        await _serve(
-            server,  # type: ignore[arg-type]
-            _Side(fail=True),  # type: ignore[arg-type]
-            _Side(),  # type: ignore[arg-type]
-            demo_url=None,
-            settings=Settings(home=tmp_path),
-            console=Console(),
-            token_path=tmp_path / "admin-token",
-        )
 
-    async def bounded() -> None:
-        await asyncio.wait_for(serve(), timeout=10)  # it used to wait forever
+def test_a_failing_demo_stops_the_wait_with_its_error() -> None:
+    context = multiprocessing.get_context("spawn")
+    family = Family([context.Process(target=_sleeper, args=(os.getpid(),), name="api")])
+    family.start()
 
-    with pytest.raises(RuntimeError, match="the worker died"):
-        asyncio.run(bounded())
-    assert server.should_exit
+    async def demo() -> None:
+        raise RuntimeError("the demo failed")
+
+    try:
+        with pytest.raises(RuntimeError, match="the demo failed"):
+            asyncio.run(asyncio.wait_for(family.run(demo()), timeout=30))
+    finally:
+        assert all(clean_exit(code) for code in family.stop())

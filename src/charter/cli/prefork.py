@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import signal
 import socket
 import sys
@@ -20,6 +21,7 @@ import threading
 from collections.abc import Callable, MutableSequence
 from types import FrameType
 
+from charter.cli.children import die_with_parent
 from charter.core.config import Settings
 from charter.core.errors import CharterError, ConfigurationError
 from charter.db.database import Database
@@ -39,12 +41,12 @@ def serve_workers(
 ) -> None:
     """Run `workers` API processes until a signal; ConfigurationError if one of them
     stopped by itself or did not stop cleanly."""
-    listener = _listen(host, port)
+    listener = listen(host, port)
     context = multiprocessing.get_context("spawn")
     children = [
         context.Process(
-            target=_child,
-            args=(url, settings, listener, telemetry, FIGURES.shared),
+            target=api_child,
+            args=(url, settings, listener, telemetry, FIGURES.shared, os.getpid()),
             name=f"charter-api-{n}",
             daemon=False,
         )
@@ -82,7 +84,7 @@ def serve_workers(
         )
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP said outright: asyncio sets TCP_NODELAY only on sockets whose protocol
     # says TCP, and without it every answer waits out the client's delayed ACK (40 ms).
@@ -94,15 +96,19 @@ def _listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _child(
+def api_child(
     url: str,
     settings: Settings,
     listener: socket.socket,
     telemetry: Callable[[], None] | None = None,
     log_figures: MutableSequence[float] | None = None,
+    parent: int | None = None,
 ) -> None:
     """One API process on the shared socket, until SIGTERM (the parent's, which relays its
-    own SIGINT: a Ctrl-C reaching the whole group mid-startup must not crash a child)."""
+    own SIGINT: a Ctrl-C reaching the whole group mid-startup must not crash a child) or
+    the parent's death."""
+    if parent is not None:
+        die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if telemetry is not None:
         telemetry()  # a spawned process starts with the default logging: set ours up
@@ -116,7 +122,7 @@ def _child(
         with Database(url, max_size=POOL_SIZE) as database:
             engine = Engine.from_settings(database, settings)
             server = api_server(database, engine, settings, *listener.getsockname()[:2])
-            asyncio.run(until_signal(server, [listener]))
+            asyncio.run(until_signal(server, [listener], (signal.SIGTERM,)))
     except CharterError as exc:
         print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
         sys.exit(1)

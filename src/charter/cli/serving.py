@@ -124,14 +124,18 @@ def _serve_api(
             asyncio.run(until_signal(server))
 
 
-async def until_signal(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
+async def until_signal(
+    server: uvicorn.Server,
+    sockets: list[socket.socket] | None = None,
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+) -> None:
     """Serve (on `sockets`, if given: a listening socket shared with other processes)
-    until SIGINT/SIGTERM."""
+    until one of `signals`."""
 
     def stop() -> None:
         server.should_exit = True
 
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in signals:
         loop.add_signal_handler(signum, stop)
     await server.serve(sockets)

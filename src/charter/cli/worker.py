@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import typer
@@ -15,6 +16,7 @@ from rich.console import Console
 from charter.automation.keys import verified_secret
 from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
+from charter.cli.children import die_with_parent
 from charter.cli.options import (
     DEFAULT_WORKER,
     Concurrency,
@@ -27,7 +29,7 @@ from charter.cli.options import (
     setup_telemetry,
 )
 from charter.core.config import Settings
-from charter.core.errors import ConfigurationError
+from charter.core.errors import CharterError, ConfigurationError
 from charter.db.database import Database
 from charter.db.embedded import database_url
 from charter.engine.metrics import REGISTRY
@@ -131,14 +133,51 @@ def serving_metrics(host: str, port: int | None) -> Iterator[str | None]:
         thread.join(5)
 
 
-async def _run(automation: AutomationWorker, crons: CronAdmission | None) -> None:
+def child(
+    url: str,
+    settings: Settings,
+    worker_settings: WorkerSettings,
+    cron_interval: float,
+    metrics: tuple[str, int | None],
+    telemetry: Callable[[], None] | None,
+    parent: int,
+) -> None:
+    """`charter up`'s worker process: what `charter worker` runs, until SIGTERM (the
+    parent's) or the parent's death."""
+    die_with_parent(parent)
+    if telemetry is not None:
+        telemetry()  # a spawned process starts with the default logging: set ours up
+    try:
+        # Connections: the concurrent firings, a pass's bookkeeping, cron admission.
+        with Database(url, max_size=worker_settings.concurrency + 3) as database:
+            automation = AutomationWorker(
+                database,
+                url,
+                verified_secret(settings, database),
+                engine=Engine.from_settings(database, settings),
+                settings=worker_settings,
+            )
+            with serving_metrics(*metrics):
+                crons = CronAdmission(database, interval=cron_interval)
+                # SIGTERM only: a Ctrl-C is the parent's to relay.
+                asyncio.run(_run(automation, crons, (signal.SIGTERM,)))
+    except CharterError as exc:
+        print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
+        sys.exit(1)
+
+
+async def _run(
+    automation: AutomationWorker,
+    crons: CronAdmission | None,
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+) -> None:
     def stop() -> None:
         automation.stop()
         if crons is not None:
             crons.stop()
 
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in signals:
         loop.add_signal_handler(signum, stop)
     tasks = {asyncio.create_task(automation.run(), name="charter-worker")}
     if crons is not None:
