@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from charter.console import Asset
+
 PAGE = "index.html"
 # Served name → (package, path inside it, content type).
 _FILES = {
@@ -28,14 +30,6 @@ _FILES = {
     "swagger-ui.css": ("fastapi_offline", "static/swagger-ui.css", "text/css; charset=utf-8"),
     "favicon.png": ("fastapi_offline", "static/favicon.png", "image/png"),
 }
-
-
-@dataclass(frozen=True)
-class Asset:
-    """A file of the page: its bytes and the content type to serve them with."""
-
-    body: bytes
-    content_type: str
 
 
 @dataclass(frozen=True)
