@@ -11,18 +11,27 @@ process, a few microseconds of CPU per request, so they are not what limits the 
 their CPU per event is printed beside the server's (and PostgreSQL's backends') to show
 it.
 
-Runs are interleaved: run 1 at 1, 8 and 32 clients, then run 2, and so on; every
-(run, clients) cell gets fresh processes. Figures are the median and min-max over runs.
+Two cases (`--case`, both by default, interleaved):
+- `transitions`: the chains above, pre-signed updates of one process per client;
+- `creates`: every event creates a new process whose creation schedules a 48 h timer (an
+  SLA escalation), each envelope built and signed by the client while the window runs,
+  as a real client would (the client's signing shows in its CPU column).
+
+Runs are interleaved: run 1 at 1, 8 and 32 clients for each case, then run 2, and so on;
+every (run, case, clients) cell gets fresh processes. Figures are the median and min-max
+over runs.
 
 With `--server-src DIR` (repeatable) the same procedure runs against a server importing
 Charter from DIR/src instead of the installed one, interleaved side by side with it (for
-a before/after comparison: `git archive <commit> src | tar -x -C DIR`).
+a before/after comparison: `git archive <commit> src | tar -x -C DIR`). When DIR holds a
+`.venv` (a checkout after `make .venv/.runtime`), that side's server runs on its
+interpreter, so a comparison covers a change of dependencies too.
 
 With `--workers 1,2` the installed Charter also runs as `charter serve --workers 2` (the
 server CPU column then adds up every API process).
 
 Run: python bench/ingest.py [--runs 3] [--seconds 5] [--clients 1,8,32] [--workers 1]
-[--server-src DIR] [--quick]
+[--case transitions,creates] [--server-src DIR] [--quick]
 Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server at
 127.0.0.1:5432); the benchmark creates and drops its own database.
 """
@@ -53,6 +62,7 @@ import psycopg
 
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
+from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.engine import actors
@@ -66,6 +76,24 @@ WARMUP_EVENTS = 5  # per client, after its process's creation, before the window
 # what one machine reaches), and for one client at most 1 event per this many ms.
 SIGNED_CAP_PER_SECOND = 4000
 MIN_LATENCY_MS = 0.5
+CASES = ("transitions", "creates")
+
+# The `creates` case: a creation that schedules an SLA escalation for 48 h later.
+TIMER_WORKFLOW = "bench/sla"
+TIMER_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["open", "escalated"],
+    "roles": ["user", "AUTOMATION"],
+    "actions": {
+        "open": {
+            "type": "create",
+            "role": "user",
+            "to": "open",
+            "schedule": [{"id": "sla", "action": "escalate", "in": "48h", "data": {}}],
+        },
+        "escalate": {"type": "transition", "role": "AUTOMATION", "from": "open", "to": "escalated"},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -82,6 +110,7 @@ class Cell:
     """One measured window: `clients` clients against one side."""
 
     side: str
+    case: str
     clients: int
     events: int
     seconds: float
@@ -174,22 +203,48 @@ async def submit(conn: Connection, body: bytes, expected_hash: str) -> None:
         raise RuntimeError(f"the server recorded another hash than {expected_hash}")
 
 
+class Creator:
+    """One client of the `creates` case: signs a new process's creation per request."""
+
+    def __init__(self, key: SecretKey) -> None:
+        self.key = key
+
+    def next(self) -> tuple[bytes, str]:
+        envelope = Envelope(
+            v=1,
+            process=f"sla-{secrets.token_hex(8)}",
+            workflow=TIMER_WORKFLOW,
+            action="open",
+            input={},
+            prev=None,
+            actor=self.key.public_key_hex,
+            at=format_rfc3339(datetime.now(UTC)),
+        )
+        body = json.dumps(sign(envelope, self.key).to_json(), separators=(",", ":"))
+        return body.encode("utf-8"), envelope.hash()
+
+
+Client = Chain | Creator
+
+
 async def run_clients(
-    port: int, chains: Sequence[Chain], seconds: float
+    port: int, clients: Sequence[Client], seconds: float
 ) -> tuple[int, float, list[float]]:
-    """Warm up, then every client submits its chain until the window closes (in-flight
-    requests finish). Returns (events in the window, elapsed seconds, latencies in ms)."""
-    conns = [await Connection.open(port) for _ in chains]
+    """Warm up, then every client submits until the window closes (in-flight requests
+    finish). Returns (events in the window, elapsed seconds, latencies in ms)."""
+    conns = [await Connection.open(port) for _ in clients]
     try:
         # Creation and warm-up, not measured: every connection, route and pool is hot.
-        await asyncio.gather(*(_warm(c, chain) for c, chain in zip(conns, chains, strict=True)))
-        latencies: list[list[float]] = [[] for _ in chains]
+        await asyncio.gather(*(_warm(c, client) for c, client in zip(conns, clients, strict=True)))
+        latencies: list[list[float]] = [[] for _ in clients]
         started = time.perf_counter()
         deadline = started + seconds
         await asyncio.gather(
             *(
-                _measured(c, chain, deadline, samples)
-                for c, chain, samples in zip(conns, chains, latencies, strict=True)
+                _measured(c, client, deadline, samples)
+                if isinstance(client, Chain)
+                else _created(c, client, deadline, samples)
+                for c, client, samples in zip(conns, clients, latencies, strict=True)
             )
         )
         elapsed = time.perf_counter() - started
@@ -200,9 +255,12 @@ async def run_clients(
     return len(flat), elapsed, flat
 
 
-async def _warm(conn: Connection, chain: Chain) -> None:
+async def _warm(conn: Connection, client: Client) -> None:
     for index in range(WARMUP_EVENTS + 1):
-        await submit(conn, chain.bodies[index], chain.hashes[index])
+        if isinstance(client, Chain):
+            await submit(conn, client.bodies[index], client.hashes[index])
+        else:
+            await submit(conn, *client.next())
 
 
 async def _measured(conn: Connection, chain: Chain, deadline: float, samples: list[float]) -> None:
@@ -214,6 +272,18 @@ async def _measured(conn: Connection, chain: Chain, deadline: float, samples: li
         await submit(conn, chain.bodies[index], chain.hashes[index])
         samples.append((clock() - before) * 1000)
     raise RuntimeError("a client used up its signed events before the window closed")
+
+
+async def _created(
+    conn: Connection, creator: Creator, deadline: float, samples: list[float]
+) -> None:
+    """Sign, then send, until the window closes; the latency counts the request alone."""
+    clock = time.perf_counter
+    while clock() < deadline:
+        body, expected = creator.next()
+        before = clock()
+        await submit(conn, body, expected)
+        samples.append((clock() - before) * 1000)
 
 
 # --- the server ---------------------------------------------------------------------
@@ -236,7 +306,7 @@ def charter_serve(url: str, side: Side) -> Iterator[tuple[int, psutil.Process]]:
         )
     with tempfile.TemporaryDirectory(prefix="charter-ingest-") as home:
         env["CHARTER_HOME"] = home
-        command = [sys.executable, "-m", "charter", "serve", "--host", HOST, "--port", str(port)]
+        command = [_python(side), "-m", "charter", "serve", "--host", HOST, "--port", str(port)]
         if side.workers > 1:
             command += ["--workers", str(side.workers)]
         server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
@@ -250,6 +320,14 @@ def charter_serve(url: str, side: Side) -> Iterator[tuple[int, psutil.Process]]:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+def _python(side: Side) -> str:
+    """The interpreter a side's server runs on: DIR/.venv's when `--server-src DIR` has one
+    (its dependencies are then the side's too), else this one."""
+    if side.src is not None and (side.src / ".venv" / "bin" / "python").exists():
+        return str(side.src / ".venv" / "bin" / "python")
+    return sys.executable
 
 
 def _wait_healthy(port: int, server: subprocess.Popen[bytes]) -> None:
@@ -324,20 +402,26 @@ def measure_cell(
     server: psutil.Process,
     backends: Backends,
     key: SecretKey,
+    case: str,
     clients: int,
     seconds: float,
 ) -> Cell:
-    per_client = int(seconds * min(SIGNED_CAP_PER_SECOND / clients, 1000 / MIN_LATENCY_MS))
-    chains = [signed_chain(key, WARMUP_EVENTS + 1 + per_client) for _ in range(clients)]
+    workload: list[Client]
+    if case == "creates":
+        workload = [Creator(key) for _ in range(clients)]
+    else:
+        per_client = int(seconds * min(SIGNED_CAP_PER_SECOND / clients, 1000 / MIN_LATENCY_MS))
+        workload = [signed_chain(key, WARMUP_EVENTS + 1 + per_client) for _ in range(clients)]
     client_before, server_before = _client_cpu(), _tree_cpu(server)
     db_before = backends.snapshot()
-    events, elapsed, latencies = asyncio.run(run_clients(port, chains, seconds))
+    events, elapsed, latencies = asyncio.run(run_clients(port, workload, seconds))
     client_cpu, server_cpu = _client_cpu() - client_before, _tree_cpu(server) - server_before
     db_cpu = Backends.spent(db_before, backends.snapshot())
     # The CPU figures include the warm-up's few events: scale them to the window's share.
     share = events / (events + clients * (WARMUP_EVENTS + 1))
     return Cell(
         side,
+        case,
         clients,
         events,
         elapsed,
@@ -349,7 +433,7 @@ def measure_cell(
 
 
 def summary(cells: Sequence[Cell]) -> dict[str, object]:
-    """Median and min-max over runs of one (side, clients)."""
+    """Median and min-max over runs of one (side, case, clients)."""
     rates = [c.per_second for c in cells]
     p50 = [percentiles(c.latencies_ms, (50,))[50] for c in cells]
     p99 = [percentiles(c.latencies_ms, (99,))[99] for c in cells]
@@ -361,6 +445,7 @@ def summary(cells: Sequence[Cell]) -> dict[str, object]:
     first = cells[0]
     return {
         "side": first.side,
+        "case": first.case,
         "clients": first.clients,
         "events/s": _spread(rates, "{:,.0f}"),
         "p50 ms": _spread(p50, "{:.1f}"),
@@ -387,31 +472,45 @@ def prepare(url: str) -> SecretKey:
         engine = Engine(database)
         with database.connection(Role.ENGINE) as conn:
             engine.registry.deploy(conn, WORKFLOW, DEFINITION)
+            engine.registry.deploy(conn, TIMER_WORKFLOW, TIMER_DEFINITION)
             actors.add_actor(conn, "ingest", key.public_key_hex, ["user"])
             conn.commit()
     return key
 
 
 def bench(
-    url: str, sides: Sequence[Side], levels: Sequence[int], runs: int, seconds: float
+    url: str,
+    sides: Sequence[Side],
+    cases: Sequence[str],
+    levels: Sequence[int],
+    runs: int,
+    seconds: float,
 ) -> None:
     key = prepare(url)
     dbname = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
-    cells: dict[tuple[str, int], list[Cell]] = {}
+    cells: dict[tuple[str, str, int], list[Cell]] = {}
     with psycopg.connect(url, autocommit=True) as admin, ExitStack() as stack:
         servers = [stack.enter_context(charter_serve(url, side)) for side in sides]
         backends = Backends(admin, str(dbname))
         for run in range(1, runs + 1):
             for side, (port, server) in zip(sides, servers, strict=True):
-                for clients in levels:
-                    cell = measure_cell(side.label, port, server, backends, key, clients, seconds)
-                    cells.setdefault((side.label, clients), []).append(cell)
-                    print(
-                        f"run {run}/{runs} {side.label} {clients:>2} client(s): "
-                        f"{cell.per_second:,.0f} events/s",
-                        flush=True,
-                    )
-    rows = [summary(cells[(side.label, clients)]) for clients in levels for side in sides]
+                for case in cases:
+                    for clients in levels:
+                        cell = measure_cell(
+                            side.label, port, server, backends, key, case, clients, seconds
+                        )
+                        cells.setdefault((side.label, case, clients), []).append(cell)
+                        print(
+                            f"run {run}/{runs} {side.label} {case} {clients:>2} client(s): "
+                            f"{cell.per_second:,.0f} events/s",
+                            flush=True,
+                        )
+    rows = [
+        summary(cells[(side.label, case, clients)])
+        for clients in levels
+        for case in cases
+        for side in sides
+    ]
     title = "POST /v1/events over HTTP, charter serve in a subprocess"
     if runs > 1:
         title += f": median (min-max) of {runs} runs of {seconds:g} s"
@@ -423,6 +522,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", default="1,8,32", help="comma-separated client counts")
+    parser.add_argument(
+        "--case",
+        default=",".join(CASES),
+        help="comma-separated cases: transitions (pre-signed), creates (with a timer, "
+        "signed while sent)",
+    )
     parser.add_argument(
         "--workers",
         default="1",
@@ -439,12 +544,16 @@ def main() -> None:
     args = parser.parse_args()
     seconds = 1.5 if args.quick else args.seconds
     levels = [int(part) for part in args.clients.split(",") if part.strip()]
+    cases = [part.strip() for part in args.case.split(",") if part.strip()]
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
     sides = [
         Side("installed" if n == 1 else f"installed, {n} workers", None, n)
         for n in (int(part) for part in args.workers.split(","))
     ] + [Side(Path(src).name or src, Path(src).resolve()) for src in args.server_src]
     with scratch_database("ingest") as url:
-        bench(url, sides, levels, args.runs, seconds)
+        bench(url, sides, cases, levels, args.runs, seconds)
 
 
 if __name__ == "__main__":

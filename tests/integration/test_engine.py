@@ -477,3 +477,71 @@ def test_sixteen_writers_on_one_head_exactly_one_wins(world: World) -> None:
     assert [e.seq for e in events] == [1, 2]
     assert events[1].envelope["prev"] == events[0].hash
     assert Reads(world.database).process(pid).head == events[1].hash
+
+
+def test_sixteen_creations_of_one_id_exactly_one_wins(world: World) -> None:
+    pid = new_process_id()
+    submissions = [
+        world.signed("ada", "open", pid, None, input_={"name": f"Ada {i}"}) for i in range(16)
+    ]
+    barrier = threading.Barrier(16)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def write(submission: Submission) -> None:
+        barrier.wait()
+        try:
+            world.engine.process_event(submission)
+            result = "accepted"
+        except CharterError as exc:
+            result = exc.code
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=write, args=(s,)) for s in submissions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["accepted"] + ["duplicate"] * 15
+    [event] = Reads(world.database).events(pid)
+    assert Reads(world.database).process(pid).head == event.hash
+
+
+def test_a_creation_that_loses_the_race_for_its_id_is_a_duplicate_and_writes_nothing(
+    world: World,
+) -> None:
+    """The creation reads no process, then finds the id taken by a transaction that
+    committed meanwhile: the primary key refuses it when its writes are answered."""
+    pid = new_process_id()
+    submission = world.signed("ada", "open", pid, None, input_={"name": "Ada"})
+    outcome: list[BaseException | str] = []
+    with world.database.connection(Role.ENGINE) as rival:
+        rival.execute(
+            "INSERT INTO charter.processes (id, workflow_path, state, data) "
+            "VALUES (%s, %s, 'draft', '{}')",
+            [pid, ONBOARDING],
+        )
+
+        def write() -> None:
+            try:
+                world.engine.process_event(submission)
+                outcome.append("accepted")
+            except CharterError as exc:
+                outcome.append(exc)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        writer.join(0.5)  # it waits on the rival's uncommitted key
+        assert writer.is_alive()
+        rival.commit()
+    writer.join(10)
+    [error] = outcome
+    assert isinstance(error, Duplicate)
+    assert error.message == f"process {pid!r} already exists"
+    assert Reads(world.database).events(pid) == []
+    assert _rows(
+        world.database,
+        "SELECT code FROM charter.system_log WHERE event_hash = %s",
+        submission.envelope.hash(),
+    ) == [("duplicate",)]

@@ -11,7 +11,6 @@ child cleanly; a child that dies stops the others, and the parent then exits 1.
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import os
 import signal
@@ -21,6 +20,7 @@ import threading
 from collections.abc import Callable, MutableSequence
 from types import FrameType
 
+from charter.cli import loops
 from charter.cli.children import die_with_parent
 from charter.core.config import Settings
 from charter.core.errors import CharterError, ConfigurationError
@@ -122,7 +122,7 @@ def api_child(
         with Database(url, max_size=POOL_SIZE) as database:
             engine = Engine.from_settings(database, settings)
             server = api_server(database, engine, settings, *listener.getsockname()[:2])
-            asyncio.run(until_signal(server, [listener], (signal.SIGTERM,)))
+            loops.run(until_signal(server, [listener], (signal.SIGTERM,)))
     except CharterError as exc:
         print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
         sys.exit(1)

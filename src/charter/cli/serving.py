@@ -17,6 +17,7 @@ from rich.console import Console
 
 from charter.api.app import create_app
 from charter.api.state import Services
+from charter.cli import loops
 from charter.cli.prefork import POOL_SIZE, serve_workers
 from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
@@ -121,7 +122,7 @@ def _serve_api(
             server = api_server(database, engine, settings, host, port)
             console.print(listening, soft_wrap=True)
             console.print(f"[bold]console[/]   http://{host}:{port}/console/")
-            asyncio.run(until_signal(server))
+            loops.run(until_signal(server))
 
 
 async def until_signal(

@@ -16,6 +16,7 @@ from rich.console import Console
 from charter.automation.keys import verified_secret
 from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
+from charter.cli import loops
 from charter.cli.children import die_with_parent
 from charter.cli.options import (
     DEFAULT_WORKER,
@@ -106,7 +107,7 @@ def worker(
                 f"{concurrency} at once{admission}{exposed})",
                 soft_wrap=True,  # one line, however narrow the terminal: logs are grepped
             )
-            asyncio.run(_run(automation, crons))
+            loops.run(_run(automation, crons))
         console.print(
             f"worker {automation.worker_id} stopped; fired {automation.fired_total}",
             soft_wrap=True,
@@ -160,7 +161,7 @@ def child(
             with serving_metrics(*metrics):
                 crons = CronAdmission(database, interval=cron_interval)
                 # SIGTERM only: a Ctrl-C is the parent's to relay.
-                asyncio.run(_run(automation, crons, (signal.SIGTERM,)))
+                loops.run(_run(automation, crons, (signal.SIGTERM,)))
     except CharterError as exc:
         print(f"error: {' '.join(exc.message.split())}", file=sys.stderr)
         sys.exit(1)

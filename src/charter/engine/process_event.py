@@ -327,10 +327,12 @@ class Engine:
             refuse_if_fired(firing)
         work = firing.row if firing is not None else None
         decision = decide(process, workflow, envelope, actor, event_hash=event_hash)
-        if process is None and not store.insert_process(
-            process_id=envelope.process, workflow_path=envelope.workflow, state=decision.state
-        ):
-            raise Duplicate(f"process {envelope.process!r} already exists")
+        if process is None:
+            # A concurrent creation of the same id is refused by the primary key when the
+            # writes are answered (`_duplicate`), not waited for here.
+            store.create_process(
+                process_id=envelope.process, workflow_path=envelope.workflow, state=decision.state
+            )
         seq = (process.seq if process is not None else 0) + 1
         # From here on every write is queued; one flush sends them and waits.
         store.insert_event(
@@ -657,4 +659,13 @@ def _duplicate(
         return already_fired(work, None)
     if constraint == "events_hash_key":
         return Duplicate(f"event {event_hash or ''} is already recorded")
+    if constraint == "processes_pkey":
+        return Duplicate(f"process {_key_value(exc)!r} already exists")
     return Duplicate(exc.diag.message_primary or "it already exists", constraint=constraint)
+
+
+def _key_value(exc: psycopg.errors.UniqueViolation) -> str:
+    """The value a unique key refused, from PostgreSQL's "Key (id)=(value) already exists."."""
+    detail = exc.diag.message_detail or ""
+    _, _, rest = detail.partition(")=(")
+    return rest.rpartition(") already exists")[0] or "?"

@@ -273,6 +273,23 @@ class Store:
 
     # --- events ----------------------------------------------------------------------
 
+    def create_process(self, *, process_id: str, workflow_path: str, state: str) -> None:
+        """Queue a top-level process row before its first event, nothing waited for: a taken
+        id is refused by the primary key (`processes_pkey`) when the writes are answered,
+        which saves a creation the round trip `insert_process` waits for."""
+        self.send()  # the writes made before it go first
+        self.writes += 1
+        self.conn.execute(
+            query("create_process"),
+            {
+                "id": process_id,
+                "workflow_path": workflow_path,
+                "state": state,
+                "data": Jsonb({}),
+                "now": self.now,
+            },
+        )
+
     def insert_event(
         self,
         *,

@@ -53,6 +53,14 @@ VALUES (%(id)s, %(workflow_path)s, %(state)s, %(data)s, %(parent_id)s, %(parent_
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 
+-- create_process --
+-- A new process row before its first event, sent without waiting for the answer: a taken
+-- id refuses it with the primary key's unique violation when the transaction is answered.
+INSERT INTO charter.processes (id, workflow_path, state, data, parent_id, parent_event_hash,
+                               created_at, updated_at)
+VALUES (%(id)s, %(workflow_path)s, %(state)s, %(data)s, NULL, NULL,
+        coalesce(%(now)s, now()), coalesce(%(now)s, now()))
+
 -- process_events --
 -- A process's events in order, each with its exact canonical envelope text.
 SELECT process_id, seq, hash, envelope::text, signature, kind, workflow_version, received_at,
