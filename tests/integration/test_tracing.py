@@ -24,8 +24,8 @@ from charter.automations.executor import ExecutorOptions, Outcome, RunExecutor
 from charter.automations.webhooks import sign as webhook_signature
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonValue
+from charter.core.metrics import REGISTRY
 from charter.db.database import Database, Role, connect
-from charter.engine.metrics import REGISTRY
 from charter.tracing import _exporter, configure_tracing
 from tests.integration.apikit import ERRANDS, Harness, new_id
 from tests.integration.liveserver import free_port

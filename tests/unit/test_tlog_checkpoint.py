@@ -23,10 +23,16 @@ from charter.tlog.errors import (
     CheckpointUntrusted,
     MalformedCheckpoint,
     MalformedKey,
-    UnverifiedNote,
 )
 from charter.tlog.merkle import EMPTY_ROOT
-from charter.tlog.note import Ed25519Signer, add_signatures, key_id, parse_note, sign_note
+from charter.tlog.note import (
+    Ed25519Signer,
+    UnverifiedNote,
+    add_signatures,
+    key_id,
+    parse_note,
+    sign_note,
+)
 
 # C2SP tlog-cosignature.md: the example checkpoint with one witness cosignature.
 EXAMPLE_BODY = (

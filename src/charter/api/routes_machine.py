@@ -53,7 +53,7 @@ from charter.core.errors import CharterError, Forbidden, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
 from charter.db.database import Role, pipelined_transaction
-from charter.engine.hints import send_hints
+from charter.db.hints import send_hints
 
 router = APIRouter(tags=["machines"])
 Context = Annotated[Services, Depends(services)]

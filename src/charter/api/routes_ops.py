@@ -20,9 +20,9 @@ from charter.api.models import Health, Unhealthy
 from charter.api.request_id import request_id
 from charter.api.state import Services, services
 from charter.core.errors import CharterError
+from charter.core.metrics import REGISTRY
 from charter.db.database import Role
 from charter.db.queries import query
-from charter.engine.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from prometheus_client import Counter, Histogram
 
 from charter.automation.outcomes import FireResult, Outcome
-from charter.engine.metrics import REGISTRY
+from charter.core.metrics import REGISTRY
 
 FIRES = Counter(
     "charter_automation_fires",

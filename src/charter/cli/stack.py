@@ -25,6 +25,7 @@ from charter.automation.keys import ensure_automation_actor, key_file
 from charter.automation.worker import WorkerSettings
 from charter.cli.children import Family, clean_exit
 from charter.cli.prefork import api_child, listen
+from charter.cli.sequencer import background_sequencer
 from charter.cli.serving import check_port_free, public_settings
 from charter.cli.worker import child as worker_child
 from charter.core.config import Settings, admin_token_path
@@ -33,7 +34,6 @@ from charter.core.errors import ConfigurationError
 from charter.db.database import Database, Role, connect
 from charter.db.embedded import database_url
 from charter.db.migrate import migrate
-from charter.tlog.background import background_sequencer
 from charter.tlog.metrics import FIGURES
 
 

@@ -16,12 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from charter.core.config import Settings
-from charter.core.errors import ConfigurationError
-from charter.db.database import Database, Role
-from charter.db.queries import query
-from charter.engine.evidence import Problem, VerificationReport
-from charter.tlog.audit import (
+from charter.audit.evidence import Problem, VerificationReport
+from charter.audit.log_check import (
     ChainEvent,
     LogMirror,
     MissingProcess,
@@ -30,6 +26,10 @@ from charter.tlog.audit import (
     open_mirror,
     read_witness_http,
 )
+from charter.core.config import Settings
+from charter.core.errors import ConfigurationError
+from charter.db.database import Database, Role
+from charter.db.queries import query
 from charter.tlog.config import LogSettings
 from charter.tlog.errors import (
     CheckpointUntrusted,

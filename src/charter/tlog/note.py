@@ -26,7 +26,7 @@ from charter.tlog.errors import (
     BadNoteSignature,
     MalformedKey,
     MalformedNote,
-    UnverifiedNote,
+    TlogError,
 )
 
 ED25519 = 0x01
@@ -277,6 +277,14 @@ class Note:
 
     text: str
     signatures: tuple[Signature, ...]
+
+
+class UnverifiedNote(TlogError):
+    """The note has no valid signature from a known key."""
+
+    code = "note_unverified"
+    http_status = 403
+    note: Note | None = None  # the parsed note, for callers that report its signers
 
 
 @dataclass(frozen=True, slots=True)

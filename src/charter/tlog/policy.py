@@ -27,9 +27,8 @@ from charter.tlog.errors import (
     CheckpointUntrusted,
     MalformedKey,
     MalformedPolicy,
-    UnverifiedNote,
 )
-from charter.tlog.note import Ed25519Verifier
+from charter.tlog.note import Ed25519Verifier, UnverifiedNote
 
 NONE = "none"
 LOCAL_WITNESS_SCHEME = "file:"

@@ -28,10 +28,9 @@ from charter.tlog.errors import (
     BadNoteSignature,
     CheckpointUntrusted,
     LogProofInvalid,
-    UnverifiedNote,
 )
 from charter.tlog.merkle import EMPTY_ROOT, verify_consistency
-from charter.tlog.note import Signature, b64encode, parse_note
+from charter.tlog.note import Signature, UnverifiedNote, b64encode, parse_note
 from charter.tlog.witness_protocol import AddCheckpoint, MalformedWitnessRequest
 from charter.witness.config import KnownLogs
 from charter.witness.errors import CheckpointEquivocation, SizeConflict, UnknownLog

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Sequence
 
 from charter.db.database import Database, Role
-from charter.engine.hints import Hint, send_hints
+from charter.db.hints import Hint, send_hints
 
 log = logging.getLogger(__name__)
 
