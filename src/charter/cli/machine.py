@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import secrets
 import signal
 from pathlib import Path
@@ -23,6 +22,7 @@ from charter.automations.machine_client import (
     register_machine,
 )
 from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
+from charter.core import identifiers
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
 from charter.core.errors import ConfigurationError, KeyFileError
@@ -32,7 +32,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_NAME = identifiers.NAME
 
 
 def machines_dir(settings: Settings) -> Path:
