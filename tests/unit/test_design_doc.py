@@ -39,7 +39,8 @@ def _defined() -> set[tuple[str, int]]:
             importlib.import_module(module.name)
     from charter.api.errors import _HTTP_CODES  # statuses the framework raises by itself
 
-    pairs = {(cls.code, cls.http_status) for cls in [CharterError, *_subclasses(CharterError)]}
+    classes: list[type[CharterError]] = [CharterError, *_subclasses(CharterError)]
+    pairs = {(cls.code, cls.http_status) for cls in classes}
     return pairs | {(code, status) for status, code in _HTTP_CODES.items()}
 
 
