@@ -33,7 +33,7 @@ ED25519 = 0x01
 """Signature type of plain Ed25519 note signatures (log keys)."""
 
 MAX_SIGNATURES = 100
-"""More signature lines than this make a note malformed (the spec requires >= 16; Go 100)."""
+"""More signature lines than this make a note malformed (signed-note requires >= 16; Go 100)."""
 
 _SIG_PREFIX = "— "
 

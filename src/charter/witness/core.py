@@ -1,6 +1,6 @@
 """add-checkpoint, as tlog-witness specifies it, without HTTP.
 
-The checks, in order (each refusal is an error with the spec's status):
+The checks, in order (each refusal is an error with tlog-witness's status):
 
 1. the body is `old <size>`, proof lines, an empty line and a signed note (else 400);
 2. the checkpoint's origin is a known log (else 404);
