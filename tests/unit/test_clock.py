@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from charter.core.clock import FakeClock, SystemClock
+from charter.core.clock import FakeClock, SystemClock, wait_any
 
 
 def test_system_clock_is_aware_and_defers_to_the_database() -> None:
@@ -44,3 +44,34 @@ def test_fake_clock_refuses_naive_start_and_going_back() -> None:
     clock = FakeClock()
     with pytest.raises(ValueError, match="backwards"):
         clock.set(clock.now() - timedelta(seconds=1))
+
+
+async def _settle() -> None:
+    """Let the tasks started so far run up to their first real wait."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_wait_any_ends_on_the_clock_or_on_an_event_whichever_comes_first() -> None:
+    async def scenario() -> None:
+        clock = FakeClock()
+        stop = asyncio.Event()
+        timed = asyncio.create_task(wait_any(clock, 30, stop))
+        await _settle()
+        assert not timed.done()
+        clock.advance(29)
+        await _settle()
+        assert not timed.done()
+        clock.advance(1)
+        assert await timed is False  # the time ran out
+
+        woken = asyncio.create_task(wait_any(clock, 30, stop))
+        await _settle()
+        stop.set()
+        assert await woken is True  # the event ended it, the clock never moved
+        assert clock._sleepers == []  # the abandoned sleep left nothing behind
+
+        assert await wait_any(clock, 30, stop) is True  # already set: no wait at all
+        assert await wait_any(clock, 0, asyncio.Event()) is False
+
+    asyncio.run(scenario())

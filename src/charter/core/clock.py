@@ -75,3 +75,25 @@ class FakeClock:
         if when < self._now:
             raise ValueError("FakeClock does not go backwards")
         return self.advance((when - self._now).total_seconds())
+
+
+async def wait_any(clock: Clock, seconds: float | None, *events: asyncio.Event) -> bool:
+    """Wait until one of `events` is set or `seconds` of `clock`'s time have passed
+    (`None`: no time limit). True when an event ended the wait, False on the time.
+
+    A sleep raced against a stop or wake-up event, on the injectable clock, so a test
+    moves time instead of waiting for it."""
+    if any(event.is_set() for event in events):
+        return True
+    if seconds is not None and seconds <= 0:
+        return False
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
+    sleeper = asyncio.ensure_future(clock.sleep(seconds)) if seconds is not None else None
+    pending = {*waiters, *([sleeper] if sleeper is not None else [])}
+    try:
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+    return any(event.is_set() for event in events)

@@ -19,11 +19,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import psycopg
-
 from charter.core.jsontypes import JsonObject
-from charter.db.database import conninfo
-from charter.db.queries import query
+from charter.db.listening import ListenLoop
 
 log = logging.getLogger(__name__)
 
@@ -105,27 +102,20 @@ class HintHub:
 
     async def _listen(self) -> None:
         assert self._listening is not None
-        backoff, connects = 0.5, 0
-        while True:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    conninfo(self.url, application_name="charter-stream"),
-                    autocommit=True,
-                    connect_timeout=10,
-                )
-                async with conn:
-                    await conn.execute(query("listen_for_hints"))
-                    backoff, connects = 0.5, connects + 1
-                    if connects > 1:  # hints sent while we were away are lost
-                        self.publish_reset("the stream's database connection was re-established")
-                    self._listening.set()
-                    async for note in conn.notifies():
-                        self.publish(note.channel, note.payload)
-            except psycopg.OperationalError as exc:
-                log.warning("stream listener: %s; reconnecting in %.1f s", exc, backoff)
-            self._listening.clear()
-            await asyncio.sleep(backoff)
-            backoff = min(self.max_backoff, backoff * 2)
+        await ListenLoop(
+            self.url,
+            name="charter-stream",
+            listen_query="listen_for_hints",
+            on_notify=lambda note: self.publish(note.channel, note.payload),
+            on_connected=self._connected,
+            first_backoff=0.5,
+            max_backoff=self.max_backoff,
+            connected=self._listening,
+        ).run()
+
+    def _connected(self, connects: int) -> None:
+        if connects > 1:  # hints sent while we were away are lost
+            self.publish_reset("the stream's database connection was re-established")
 
     # --- fan-out ----------------------------------------------------------------------
 
