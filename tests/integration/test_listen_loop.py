@@ -108,7 +108,8 @@ async def test_a_server_that_cannot_be_reached_is_retried_with_a_growing_backoff
             waits.append((deadline - clock.now()).total_seconds())
             clock.set(deadline)
         assert waits == [0.5, 1.0, 2.0, 2.0]
-        assert loop.connects == 0 and not loop.connected.is_set()
+        assert loop.connects == 0
+        assert not loop.connected.is_set()
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
