@@ -7,6 +7,8 @@ from __future__ import annotations
 import inspect
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 
 import httpx
@@ -320,6 +322,27 @@ def test_every_endpoint_is_a_call_of_both_clients() -> None:
     } - {"new_secret"}
     assert endpoints <= set(_public(Client))
     assert endpoints <= set(_public(AsyncClient))
+
+
+def test_the_sdk_loads_nothing_of_the_automations_service() -> None:
+    # A fresh interpreter: this one has loaded the whole package by now.
+    program = (
+        "import sys, charter.sdk; "
+        "print(sorted(m for m in sys.modules if m.startswith(('charter.automations', 'psycopg'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_unset_and_new_secret_are_the_cores_under_their_old_names() -> None:
+    from charter.automations import control
+    from charter.core import unset, webhook_secret
+
+    assert (control.UNSET, control.Unset) == (unset.UNSET, unset.Unset)
+    assert control.new_secret is webhook_secret.new_secret
+    assert control.SECRET_PREFIX == webhook_secret.SECRET_PREFIX
 
 
 def _argument(annotation: str) -> object:

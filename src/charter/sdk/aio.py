@@ -27,12 +27,12 @@ from typing import Self, TypeVar
 import httpx
 
 from charter import deadline
-from charter.automations.control import UNSET, Unset
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission
 from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.unset import UNSET, Unset
 from charter.sdk import calls
 from charter.sdk.errors import ApiTimeout, answer_error, transport_error
 from charter.sdk.live import (

@@ -12,11 +12,11 @@ from datetime import datetime
 from typing import TypeVar
 from urllib.parse import quote
 
-from charter.automations import control
-from charter.automations.control import UNSET, Unset
+from charter.core import webhook_secret
 from charter.core.envelope import Submission
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
+from charter.core.unset import UNSET, Unset
 from charter.sdk.errors import OK
 from charter.sdk.protocol import Call, encode, json_object
 from charter.sdk.results import (
@@ -403,7 +403,7 @@ def update_webhook(
 
 def new_secret() -> str:
     """A fresh webhook secret, for `rotate_secret` (the API never shows one again)."""
-    return control.new_secret()
+    return webhook_secret.new_secret()
 
 
 def remove_webhook(automation_id: str, trigger_id: str) -> Call[None]:
