@@ -1,18 +1,23 @@
-"""`charter.AsyncClient`: the asyncio client of the Charter API.
+"""`charter.AsyncClient`: a client of the Charter API, one method per endpoint.
 
     import charter
 
-    async with charter.AsyncClient.from_env() as client:
+    async with charter.AsyncClient.from_env() as client:  # CHARTER_API_URL, CHARTER_TOKEN
         accepted = await client.submit(key, "order-1", "create", {"amount": 5}, "shop/order")
         done = await client.wait_for("order-1", state="closed", timeout=60)
         async for process in client.iter_processes(state="open"):
             ...
 
-`Client` over asyncio: the same calls (`charter.sdk.calls`), deadline, retries and errors
-(`charter.sdk.protocol`), method for method. Every call has a total deadline
-(`timeout`, 15 s unless given to the client or the call), retries and their waits
-included; errors are `CharterError`s carrying the wire code, HTTP status, `retryable`
-and the server's context.
+sdk/aio.py, the asyncio client, is written by hand; tools/async_to_sync.py generates
+sdk/client.py, the blocking one, from it: the same methods, arguments, results and
+errors. Both are thin transports over `charter.sdk.calls` (what each endpoint asks and
+answers) and `charter.sdk.protocol` (deadline, retries, errors). Where the two must
+differ, `if ASYNC:` holds the asyncio code and its `else:` the blocking code, which
+is all the generated file keeps.
+
+Every call has a total deadline (`timeout`, 15 s unless given to the client or the
+call), retries and their waits included; errors are `CharterError`s carrying the wire
+code, HTTP status, `retryable` and the server's context.
 """
 
 from __future__ import annotations
@@ -79,13 +84,14 @@ from charter.sdk.signing import (
 )
 
 T = TypeVar("T")
-_STREAM = httpx.Timeout(DEFAULT_TIMEOUT, read=None)
+# The blocking client is the `else:` of every `if ASYNC:` (type-checked in client.py).
+ASYNC = True
 
 
 class AsyncClient:
     """Calls the API at `base_url` (CHARTER_API_URL by default) with a bearer `token`
-    (CHARTER_TOKEN by default). `http` lets tests hand in an httpx.AsyncClient (with an
-    ASGI transport); whoever made it closes it."""
+    (CHARTER_TOKEN by default). `http` lets tests hand in their own httpx.AsyncClient,
+    one that calls the app in process; whoever made it closes it."""
 
     def __init__(
         self,
@@ -99,8 +105,12 @@ class AsyncClient:
     ) -> None:
         self.options = Options.of(base_url, token, timeout, retry, settings)
         self._owns_http = http is None
-        # asyncio cancels a call wherever it is, so a plain client keeps the deadline.
-        self._http = http or httpx.AsyncClient(timeout=self.options.timeout)
+        if ASYNC:
+            # asyncio cancels a call wherever it is, so a plain client keeps the deadline.
+            self._http = http or httpx.AsyncClient(timeout=self.options.timeout)
+        else:
+            # A blocked socket read cannot be cancelled: the sockets keep the deadline.
+            self._http = http or deadline.sync_client(self.options.base_url, self.options.timeout)
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> AsyncClient:
@@ -211,16 +221,9 @@ class AsyncClient:
     async def _watch(self, waiting: Waiting, end: float) -> Process | None:
         """Follow the stream until the process is in a wanted state or time is up; the
         last read of it. StreamGone when the stream is not there or breaks."""
-        url = self.options.base_url + STREAM_PATH
-        headers = live_headers(self.options.token)
         last: Process | None = None
         try:
-            async with (
-                asyncio.timeout(end - time.monotonic()),
-                # Messages may be a keep-alive interval apart: no read timeout of its
-                # own; the wait's deadline bounds the whole stream.
-                self._http.stream("GET", url, headers=headers, timeout=_STREAM) as response,
-            ):
+            async with self._stream(end - time.monotonic()) as response:
                 if response.status_code != 200:  # a redirect too: it is not followed
                     await response.aread()
                     raise stream_refused(answer_error(response))
@@ -239,6 +242,28 @@ class AsyncClient:
             return last  # time is up; the caller says so
         except httpx.TransportError as exc:
             raise StreamGone(str(exc)) from exc
+
+    @contextlib.asynccontextmanager
+    async def _stream(self, seconds: float) -> AsyncIterator[httpx.Response]:
+        """The live stream, open for at most `seconds`, what is read of it included."""
+        url = self.options.base_url + STREAM_PATH
+        headers = live_headers(self.options.token)
+        if ASYNC:
+            # Messages may be a keep-alive interval apart: no read timeout of its own;
+            # the wait's deadline (a TimeoutError) bounds the whole stream.
+            timeout = httpx.Timeout(DEFAULT_TIMEOUT, read=None)
+            async with (
+                asyncio.timeout(seconds),
+                self._http.stream("GET", url, headers=headers, timeout=timeout) as response,
+            ):
+                yield response
+        else:
+            # Every socket operation ends by the wait's deadline (an httpx timeout).
+            with (
+                deadline.within(seconds),
+                self._http.stream("GET", url, headers=headers, timeout=seconds) as response,
+            ):
+                yield response
 
     async def _read_while_waiting(
         self, process_id: str, end: float, last: Process | None
