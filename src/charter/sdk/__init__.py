@@ -6,6 +6,7 @@ transports: `aio` is written by hand and `client` generated from it
 
 from charter.core.errors import CharterError, StalePrev
 from charter.sdk.aio import AsyncClient
+from charter.sdk.calls import WorkFilter
 from charter.sdk.client import Client
 from charter.sdk.errors import (
     ApiTimeout,
@@ -73,6 +74,7 @@ __all__ = [
     "Verification",
     "WaitTimeout",
     "Webhook",
+    "WorkFilter",
     "WorkItem",
     "Workflow",
 ]

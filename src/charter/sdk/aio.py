@@ -27,7 +27,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Self, TypeVar
+from typing import Self, TypeVar, Unpack
 
 import httpx
 
@@ -39,6 +39,7 @@ from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.unset import UNSET, Unset
 from charter.sdk import calls
+from charter.sdk.calls import WorkFields, WorkFilter
 from charter.sdk.errors import ApiTimeout, answer_error, transport_error
 from charter.sdk.live import (
     DEFAULT_POLL_SECONDS,
@@ -306,43 +307,23 @@ class AsyncClient:
 
     def iter_scheduled(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         page_size: int | None = None,
+        **filters: Unpack[WorkFields],
     ) -> AsyncIterator[WorkItem]:
-        return self._walk(
-            lambda cursor: calls.scheduled(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=page_size,
-            )
-        )
+        chosen = WorkFilter.of(where, **filters)
+        return self._walk(lambda cursor: calls.scheduled(chosen, cursor=cursor, limit=page_size))
 
     def iter_queue(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         page_size: int | None = None,
+        **filters: Unpack[WorkFields],
     ) -> AsyncIterator[WorkItem]:
-        return self._walk(
-            lambda cursor: calls.queue(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=page_size,
-            )
-        )
+        chosen = WorkFilter.of(where, **filters)
+        return self._walk(lambda cursor: calls.queue(chosen, cursor=cursor, limit=page_size))
 
     def iter_automations(self, *, page_size: int | None = None) -> AsyncIterator[Automation]:
         return self._walk(lambda cursor: calls.automations(cursor=cursor, limit=page_size))
@@ -485,51 +466,31 @@ class AsyncClient:
 
     async def scheduled(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Page[WorkItem]:
-        """A page of scheduled actions, soonest due first."""
-        return await self._run(
-            calls.scheduled(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=limit,
-            ),
-            timeout,
-        )
+        """A page of scheduled actions, soonest due first; `where` and the keyword
+        filters (`status`, `due_before`, `workflow`, `process`) narrow it."""
+        call = calls.scheduled(where, cursor=cursor, limit=limit, **filters)
+        return await self._run(call, timeout)
 
     async def queue(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Page[WorkItem]:
-        """A page of automatic-action queue rows."""
-        return await self._run(
-            calls.queue(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=limit,
-            ),
-            timeout,
-        )
+        """A page of automatic-action queue rows; `where` and the keyword filters
+        (`status`, `due_before`, `workflow`, `process`) narrow it."""
+        call = calls.queue(where, cursor=cursor, limit=limit, **filters)
+        return await self._run(call, timeout)
 
     async def machines(self, *, timeout: float | None = None) -> list[Machine]:
         return await self._run(calls.machines(), timeout)
