@@ -54,9 +54,11 @@ wheel: $(RUNTIME)
 ## test: lint, type-check and run the whole test suite
 test: lint typecheck pytest
 
+## lint: ruff on the code, and sdk/client.py being what tools/async_to_sync.py makes of sdk/aio.py
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
+	$(BIN)/python tools/async_to_sync.py --check
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,11 +1,11 @@
 """charter.Client and charter.AsyncClient against the real API over HTTP (uvicorn on a
 free port, the module's PostgreSQL): submit re-signs when the head moves, errors carry
 their code, status, retryable and context, listings iterate page after page, and
-wait_for follows the live stream (or polls a server without one)."""
+wait_for follows the live stream (or polls a server without one). Each test that can runs
+for both clients (`kind`), the asyncio one behind a blocking face (tests/sdkclients.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +27,7 @@ from charter.operator.hub import HintHub
 from charter.sdk import Process, RetryPolicy, WaitTimeout
 from tests.integration.apikit import ERRANDS, Harness, make_harness, new_id
 from tests.integration.liveserver import live_server
+from tests.sdkclients import KINDS, connect
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +41,6 @@ def h(database: Database) -> Iterator[Harness]:
 def url(h: Harness) -> Iterator[str]:
     with live_server(h.http.app) as base:
         yield base
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _racer(h: Harness, process_id: str, times: int) -> Callable[[], datetime]:
@@ -67,9 +63,10 @@ def _racer(h: Harness, process_id: str, times: int) -> Callable[[], datetime]:
 # --- submit -----------------------------------------------------------------------------
 
 
-def test_submit_creates_then_extends_a_process(h: Harness, url: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_submit_creates_then_extends_a_process(h: Harness, url: str, kind: str) -> None:
     clerk, process_id = h.keys["clerk"], new_id("sdk")
-    with charter.Client(url, h.admin) as client:
+    with connect(kind, url, h.admin) as client:
         created = client.submit(
             clerk, process_id, "create", {"amount": 5}, ERRANDS, now=h.clock.now
         )
@@ -82,45 +79,35 @@ def test_submit_creates_then_extends_a_process(h: Harness, url: str) -> None:
     assert events[1].envelope["prev"] == created.hash
 
 
-def test_submit_resigns_on_a_forced_stale_head(h: Harness, url: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_submit_resigns_on_a_forced_stale_head(h: Harness, url: str, kind: str) -> None:
     process_id, _ = h.open_process()
     clerk, retries = h.keys["clerk"], list[int]()
-    with charter.Client(url, h.admin) as client:
+    with connect(kind, url, h.admin) as client:
         accepted = client.submit(
             clerk, process_id, "note", {"ours": True},
             now=_racer(h, process_id, times=2), on_stale=retries.append,
         )  # fmt: skip
         events = client.events(process_id)
+        latest = client.process(process_id)
     assert retries == [1, 2]
     assert accepted.seq == 4  # create, two racers, ours
+    assert latest.head == accepted.hash
     assert events[-1].input == {"ours": True}
     assert events[-1].envelope["prev"] == events[-2].hash
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_submit_gives_up_after_its_stale_retries_with_the_servers_head(
-    h: Harness, url: str
+    h: Harness, url: str, kind: str
 ) -> None:
     process_id, _ = h.open_process()
-    with charter.Client(url, h.admin) as client, pytest.raises(StalePrev) as caught:
+    with connect(kind, url, h.admin) as client, pytest.raises(StalePrev) as caught:
         client.submit(
             h.keys["clerk"], process_id, "note", {},
             now=_racer(h, process_id, times=10), stale_retries=1,
         )  # fmt: skip
     assert caught.value.context["head"] == Reads(h.database).process(process_id).head
-
-
-@pytest.mark.anyio
-async def test_async_submit_resigns_on_a_forced_stale_head(h: Harness, url: str) -> None:
-    process_id, _ = h.open_process()
-    clerk, retries = h.keys["clerk"], list[int]()
-    async with charter.AsyncClient(url, h.admin) as client:
-        accepted = await client.submit(
-            clerk, process_id, "note", {"ours": True},
-            now=_racer(h, process_id, times=1), on_stale=retries.append,
-        )  # fmt: skip
-        latest = await client.process(process_id)
-    assert retries == [1]
-    assert (accepted.seq, latest.head) == (3, accepted.hash)
 
 
 class _LosesFirstAnswer(httpx.HTTPTransport):
@@ -162,10 +149,11 @@ def test_a_submit_whose_answer_was_lost_is_sent_again_and_recorded_once(
 # --- errors -----------------------------------------------------------------------------
 
 
-def test_errors_carry_code_status_retryable_and_context(h: Harness, url: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_errors_carry_code_status_retryable_and_context(h: Harness, url: str, kind: str) -> None:
     process_id, first = h.open_process()
     clerk = h.keys["clerk"]
-    with charter.Client(url, h.admin) as client:
+    with connect(kind, url, h.admin) as client:
         with pytest.raises(ForbiddenRole) as refused:
             client.submit(clerk, process_id, "approve", {}, now=h.clock.now)
         moved = client.submit(clerk, process_id, "note", {}, now=h.clock.now)
@@ -174,6 +162,8 @@ def test_errors_carry_code_status_retryable_and_context(h: Harness, url: str) ->
             client.submit_signed(stale)
         with pytest.raises(UnknownProcess) as unknown:
             client.process("no-such-process")
+        with pytest.raises(UnknownProcess) as unverified:
+            client.verify("no-such-process")
     error = refused.value
     assert (error.code, error.http_status, error.retryable) == ("forbidden_role", 403, False)
     stale_error = caught.value
@@ -183,18 +173,11 @@ def test_errors_carry_code_status_retryable_and_context(h: Harness, url: str) ->
         False,
     )
     assert stale_error.context == {"head": moved.hash, "seq": 2}
-    assert (unknown.value.code, unknown.value.http_status) == ("unknown_process", 404)
-    with charter.Client(url, "ch_not_a_token") as stranger, pytest.raises(Unauthorized) as who:
+    for missing in (unknown.value, unverified.value):
+        assert (missing.code, missing.http_status) == ("unknown_process", 404)
+    with connect(kind, url, "ch_not_a_token") as stranger, pytest.raises(Unauthorized) as who:
         stranger.stats()
     assert (who.value.code, who.value.http_status) == ("unauthorized", 401)
-
-
-@pytest.mark.anyio
-async def test_async_errors_are_the_same_classes(h: Harness, url: str) -> None:
-    async with charter.AsyncClient(url, h.admin) as client:
-        with pytest.raises(UnknownProcess) as unknown:
-            await client.verify("no-such-process")
-    assert (unknown.value.code, unknown.value.http_status) == ("unknown_process", 404)
 
 
 # --- listings ---------------------------------------------------------------------------
@@ -211,29 +194,22 @@ def _processes(h: Harness, count: int) -> tuple[str, set[str]]:
     return prefix, made
 
 
-def test_listings_iterate_page_after_page(h: Harness, url: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_listings_iterate_page_after_page(h: Harness, url: str, kind: str) -> None:
     prefix, made = _processes(h, 5)
-    with charter.Client(url, h.admin) as client:
+    names = [f"{prefix}-a{n}" for n in range(3)]
+    with connect(kind, url, h.admin) as client:
         first = client.processes(q=prefix, limit=2)
         every = list(client.iter_processes(q=prefix, page_size=2))
+        for name in names:
+            client.create_automation(name, "laptop")
+        # A `*` token lists every principal's automations: only these are of this test.
+        automations = [a.name for a in client.iter_automations(page_size=2)]
     assert len(first.items) == 2
     assert first.next_cursor is not None
     assert [p.id for p in every][:2] == [p.id for p in first.items]
     assert sorted(p.id for p in every) == sorted(made)  # each once
-
-
-@pytest.mark.anyio
-async def test_async_listings_iterate_page_after_page(h: Harness, url: str) -> None:
-    prefix, made = _processes(h, 5)
-    principal = new_id("owner")
-    token = h.token("*", principal=principal)
-    async with charter.AsyncClient(url, token) as client:
-        every = [p.id async for p in client.iter_processes(q=prefix, page_size=2)]
-        for n in range(3):
-            await client.create_automation(f"a{n}", "laptop")
-        automations = [a.name async for a in client.iter_automations(page_size=2)]
-    assert sorted(every) == sorted(made)
-    assert sorted(automations) == ["a0", "a1", "a2"]  # each once
+    assert sorted(a for a in automations if a.startswith(prefix)) == names  # each once
 
 
 # --- wait_for ---------------------------------------------------------------------------
@@ -257,12 +233,12 @@ def _subscribed(h: Harness, before: int) -> None:
     raise AssertionError("the client never subscribed to the live stream")
 
 
-def test_wait_for_follows_the_live_stream(h: Harness, url: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_wait_for_follows_the_live_stream(h: Harness, url: str, kind: str) -> None:
     process_id, _ = h.open_process(amount=5)
-    hub = _hub(h)
-    before = hub.subscribers
+    before = _hub(h).subscribers
     found: list[Process] = []
-    with charter.Client(url, h.admin) as client:
+    with connect(kind, url, h.admin) as client:
         # Polling once a minute: only the stream can wake the waiter in time.
         waiter = threading.Thread(
             target=lambda: found.append(
@@ -276,26 +252,26 @@ def test_wait_for_follows_the_live_stream(h: Harness, url: str) -> None:
     assert [p.state for p in found] == ["approved"]
 
 
-@pytest.mark.anyio
-async def test_async_wait_for_follows_the_live_stream_and_waits_for_a_new_process(
-    h: Harness, url: str
+@pytest.mark.parametrize("kind", KINDS)
+def test_wait_for_follows_the_live_stream_and_waits_for_a_new_process(
+    h: Harness, url: str, kind: str
 ) -> None:
     process_id = new_id("later")
-    hub = _hub(h)
-    before = hub.subscribers
-    async with charter.AsyncClient(url, h.admin) as client:
-        waiter = asyncio.create_task(
-            client.wait_for(process_id, ["open", "approved"], timeout=30, poll_interval=60)
+    before = _hub(h).subscribers
+    found: list[Process] = []
+    with connect(kind, url, h.admin) as client:
+        waiter = threading.Thread(
+            target=lambda: found.append(
+                client.wait_for(process_id, ["open", "approved"], timeout=30, poll_interval=60)
+            )
         )
-        for _ in range(500):
-            if hub.subscribers > before:
-                break
-            await asyncio.sleep(0.02)
-        await client.submit(
+        waiter.start()
+        _subscribed(h, before)
+        client.submit(
             h.keys["clerk"], process_id, "create", {"amount": 1}, ERRANDS, now=h.clock.now
         )
-        found = await asyncio.wait_for(waiter, 40)
-    assert (found.id, found.state) == (process_id, "open")
+        waiter.join(40)
+    assert [(p.id, p.state) for p in found] == [(process_id, "open")]
 
 
 def _without_stream(app: ASGIApp) -> ASGIApp:
@@ -311,10 +287,11 @@ def _without_stream(app: ASGIApp) -> ASGIApp:
     return serve
 
 
-def test_wait_for_polls_a_server_without_the_stream(h: Harness) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_wait_for_polls_a_server_without_the_stream(h: Harness, kind: str) -> None:
     process_id, _ = h.open_process(amount=5)
     boss: SecretKey = h.keys["boss"]
-    with live_server(_without_stream(h.http.app)) as base, charter.Client(base, h.admin) as client:
+    with live_server(_without_stream(h.http.app)) as base, connect(kind, base, h.admin) as client:
         found: list[Process] = []
         waiter = threading.Thread(
             target=lambda: found.append(
@@ -327,18 +304,12 @@ def test_wait_for_polls_a_server_without_the_stream(h: Harness) -> None:
     assert [p.state for p in found] == ["approved"]
 
 
-def test_wait_for_gives_up_at_its_timeout_with_the_state_it_saw(h: Harness, url: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_wait_for_gives_up_at_its_timeout_with_the_state_it_saw(
+    h: Harness, url: str, kind: str
+) -> None:
     process_id, _ = h.open_process()
-    with charter.Client(url, h.admin) as client, pytest.raises(WaitTimeout) as caught:
+    with connect(kind, url, h.admin) as client, pytest.raises(WaitTimeout) as caught:
         client.wait_for(process_id, "closed", timeout=0.5)
     assert caught.value.context["state"] == "open"
     assert caught.value.code == "wait_timeout"
-
-
-@pytest.mark.anyio
-async def test_async_wait_for_gives_up_at_its_timeout(h: Harness, url: str) -> None:
-    process_id, _ = h.open_process()
-    async with charter.AsyncClient(url, h.admin) as client:
-        with pytest.raises(WaitTimeout) as caught:
-            await client.wait_for(process_id, "closed", timeout=0.5)
-    assert caught.value.context["state"] == "open"

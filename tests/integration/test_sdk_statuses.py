@@ -19,8 +19,9 @@ import pytest
 from charter.automations.machine_client import MachineClient
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import DatabaseUnavailable
-from charter.sdk import AsyncClient, Client, RetryPolicy, UnexpectedStatus
+from charter.sdk import RetryPolicy, UnexpectedStatus
 from charter.sdk.protocol import NO_RETRY, retry_after
+from tests.sdkclients import KINDS, connect
 
 AUTOMATION = "0b6d1bd2-4f5c-4a43-9d43-1f1cb3f4a1d7"
 HEALTHY = b'{"status": "ok"}'
@@ -77,22 +78,12 @@ def peer() -> Iterator[Peer]:
         server.server_close()
 
 
-def _sync(peer: Peer, name: str, *args: object) -> object:
-    with Client(peer.url, "ch_token", retry=NO_RETRY) as client:
+def _call(kind: str, peer: Peer, name: str, *args: object) -> object:
+    with connect(kind, peer.url, "ch_token", retry=NO_RETRY) as client:
         method: Callable[..., object] = getattr(client, name)
         return method(*args)
 
 
-def _async(peer: Peer, name: str, *args: object) -> object:
-    async def call() -> object:
-        async with AsyncClient(peer.url, "ch_token", retry=NO_RETRY) as client:
-            method: Callable[..., Any] = getattr(client, name)
-            return await method(*args)
-
-    return asyncio.run(call())
-
-
-CLIENTS = {"sync": _sync, "async": _async}
 REDIRECT = {"Location": "/elsewhere"}
 # (call, its arguments, an answer it does not expect)
 UNEXPECTED = [
@@ -113,19 +104,19 @@ UNEXPECTED = [
 ]
 
 
-@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
     ("name", "args", "answer"),
     UNEXPECTED,
     ids=[f"{name}-{answer.status}" for name, _, answer in UNEXPECTED],
 )
 def test_a_status_the_call_does_not_expect_is_unexpected_status(
-    peer: Peer, client: str, name: str, args: tuple[object, ...], answer: Answer
+    peer: Peer, kind: str, name: str, args: tuple[object, ...], answer: Answer
 ) -> None:
     peer.answer = answer
     peer.seen.clear()
     with pytest.raises(UnexpectedStatus) as caught:
-        CLIENTS[client](peer, name, *args)
+        _call(kind, peer, name, *args)
     error = caught.value
     assert error.status == answer.status
     assert error.context["status"] == answer.status
@@ -143,49 +134,39 @@ EXPECTED = [
 ]
 
 
-@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("name", "args", "answer", "result"), EXPECTED)
 def test_the_status_the_call_expects_is_its_result(
-    peer: Peer, client: str, name: str, args: tuple[object, ...], answer: Answer, result: object
+    peer: Peer, kind: str, name: str, args: tuple[object, ...], answer: Answer, result: object
 ) -> None:
     peer.answer = answer
-    assert CLIENTS[client](peer, name, *args) == result
+    assert _call(kind, peer, name, *args) == result
 
 
-@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_redirecting_server_fails_a_wait_instead_of_streaming_nothing(
-    peer: Peer, client: str
+    peer: Peer, kind: str
 ) -> None:
     peer.answer = Answer(307, b"", REDIRECT)
     with pytest.raises(UnexpectedStatus):
-        CLIENTS[client](peer, "wait_for", "p-1", "done")
+        _call(kind, peer, "wait_for", "p-1", "done")
 
 
 HUGE = "9" * 5000
 
 
-@pytest.mark.parametrize("client", list(CLIENTS))
-def test_a_retry_after_of_thousands_of_digits_gives_up_at_once(peer: Peer, client: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_retry_after_of_thousands_of_digits_gives_up_at_once(peer: Peer, kind: str) -> None:
     body = b'{"error": {"code": "database_unavailable", "message": "down"}}'
     peer.answer = Answer(503, body, {"Retry-After": HUGE})
     peer.seen.clear()
     started = time.monotonic()
     retrying = RetryPolicy(attempts=3, base_seconds=0.001, cap_seconds=0.001)
-
-    def call() -> None:
-        if client == "sync":
-            with Client(peer.url, "ch_token", retry=retrying) as blocking:
-                blocking.health()
-        else:
-
-            async def health() -> None:
-                async with AsyncClient(peer.url, "ch_token", retry=retrying) as asynchronous:
-                    await asynchronous.health()
-
-            asyncio.run(health())
-
-    with pytest.raises(DatabaseUnavailable):
-        call()
+    with (
+        connect(kind, peer.url, "ch_token", retry=retrying) as client,
+        pytest.raises(DatabaseUnavailable),
+    ):
+        client.health()
     assert len(peer.seen) == 1  # waiting that long would pass the deadline: no retry
     assert time.monotonic() - started < 5
 

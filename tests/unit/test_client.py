@@ -4,10 +4,14 @@ clients having the same calls."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -24,7 +28,8 @@ from charter.core.errors import (
     UnknownProcess,
 )
 from charter.core.resign import ReadHead, drive, sign_on_head
-from charter.sdk import ApiUnavailable, AsyncClient, Client, RetryPolicy, calls
+from charter.sdk import ApiUnavailable, AsyncClient, Client, RetryPolicy, WorkFilter, calls
+from charter.sdk.calls import WorkFields
 from charter.sdk.errors import error_class
 from charter.sdk.live import Message, SseDecoder, Waiting
 from charter.sdk.protocol import NO_RETRY, Attempts
@@ -322,6 +327,27 @@ def test_every_endpoint_is_a_call_of_both_clients() -> None:
     assert endpoints <= set(_public(AsyncClient))
 
 
+def test_the_sdk_loads_nothing_of_the_automations_service() -> None:
+    # A fresh interpreter: this one has loaded the whole package by now.
+    program = (
+        "import sys, charter.sdk; "
+        "print(sorted(m for m in sys.modules if m.startswith(('charter.automations', 'psycopg'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_unset_and_new_secret_are_the_cores_under_their_old_names() -> None:
+    from charter.automations import control
+    from charter.core import unset, webhook_secret
+
+    assert (control.UNSET, control.Unset) == (unset.UNSET, unset.Unset)
+    assert control.new_secret is webhook_secret.new_secret
+    assert control.SECRET_PREFIX == webhook_secret.SECRET_PREFIX
+
+
 def _argument(annotation: str) -> object:
     if annotation == "Submission":
         key = SecretKey.generate()
@@ -413,3 +439,62 @@ def test_a_listing_walks_its_pages_by_next_cursor() -> None:
     client = _client(_envelope(PROCESS, next_cursor="c2"), _envelope(second), seen=seen)
     assert [p.id for p in client.iter_processes(page_size=1)] == ["p-1", "p-2"]
     assert seen[1].url.params["cursor"] == "c2"
+
+
+# --- the work views' one filter ---------------------------------------------------------
+
+
+def test_work_fields_are_the_work_filters_fields() -> None:
+    fields = [f.name for f in dataclasses.fields(WorkFilter)]
+    assert list(WorkFields.__annotations__) == fields
+
+
+DUE = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("view", ["scheduled", "queue"])
+def test_a_work_view_takes_a_work_filter_or_the_same_keywords(view: str) -> None:
+    seen: list[httpx.Request] = []
+    client = _client(_envelope(), seen=seen)
+    listing: Callable[..., Page[object]] = getattr(client, view)
+    where = WorkFilter(status="failed", due_before=DUE, workflow="shop/*", process="p-1")
+    listing(where, limit=5)
+    listing(status="failed", due_before=DUE, workflow="shop/*", process="p-1", limit=5)
+    listing(WorkFilter(status="active", workflow="shop/*"), status="failed", process=None)
+    listing()
+    path = f"/v1/automation/{view}"
+    wanted = {
+        "status": "failed",
+        "due_before": "2026-01-02T03:04:05.000Z",
+        "workflow": "shop/*",
+        "process": "p-1",
+        "limit": "5",
+    }
+    assert [r.url.path for r in seen] == [path] * 4
+    assert [dict(r.url.params) for r in seen] == [
+        wanted,
+        wanted,
+        {"status": "failed", "workflow": "shop/*"},  # a keyword overrides the filter
+        {},
+    ]
+
+
+def test_the_work_iterators_take_a_work_filter_and_walk_the_pages() -> None:
+    seen: list[httpx.Request] = []
+    row = {
+        **dict.fromkeys(("id", "kind", "what", "process", "workflow", "status"), "x"),
+        "attempts": 0,
+    }
+    client = _client(_envelope(row, next_cursor="c2"), _envelope(), seen=seen)
+    found = list(client.iter_queue(WorkFilter(process="p-1"), status="pending", page_size=1))
+    assert len(found) == 1
+    assert [dict(r.url.params) for r in seen] == [
+        {"status": "pending", "process": "p-1", "limit": "1"},
+        {"status": "pending", "process": "p-1", "cursor": "c2", "limit": "1"},
+    ]
+
+
+def test_a_work_filter_refuses_a_field_it_does_not_have() -> None:
+    client = _client(_envelope())
+    with pytest.raises(TypeError):
+        client.scheduled(state="open")  # type: ignore[call-arg]

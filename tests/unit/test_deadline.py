@@ -19,7 +19,8 @@ from charter import deadline
 from charter.automations.executor import transient_failure
 from charter.automations.machine_client import MachineClient, register_machine
 from charter.core.ed25519 import SecretKey
-from charter.sdk import ApiTimeout, ApiUnavailable, AsyncClient, Client
+from charter.sdk import ApiTimeout, ApiUnavailable, Client
+from tests.sdkclients import KINDS, connect
 
 DEADLINE = 1.0
 DRIP = 0.2
@@ -109,8 +110,9 @@ def within_deadline(call: Callable[[], object], expected: type[BaseException]) -
     return caught.value
 
 
-def test_the_charter_client_gives_up_at_its_deadline(dripping: str) -> None:
-    with Client(dripping, timeout=DEADLINE) as client:
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_charter_client_gives_up_at_its_deadline(dripping: str, kind: str) -> None:
+    with connect(kind, dripping, timeout=DEADLINE) as client:
         error = within_deadline(client.health, ApiTimeout)
     assert isinstance(error, ApiUnavailable)  # what the CLI and charter.submit catch
     assert error.retryable
@@ -126,12 +128,10 @@ def test_the_automations_calls_give_up_at_the_deadline(dripping: str) -> None:
     assert error.message.endswith(f"did not answer GET /v1/automations within {DEADLINE:g} s")
 
 
-def test_the_async_client_gives_up_at_its_deadline(dripping: str) -> None:
-    async def read() -> None:
-        async with AsyncClient(dripping, "ch_x", timeout=DEADLINE) as api:
-            await api.process("p-1")
-
-    error = within_deadline(lambda: asyncio.run(read()), ApiTimeout)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_read_gives_up_at_its_deadline(dripping: str, kind: str) -> None:
+    with connect(kind, dripping, "ch_x", timeout=DEADLINE) as api:
+        error = within_deadline(lambda: api.process("p-1"), ApiTimeout)
     assert isinstance(error, ApiTimeout)
     assert error.message.endswith(f"did not answer GET /v1/processes/p-1 within {DEADLINE:g} s")
 

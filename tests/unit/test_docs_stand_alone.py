@@ -34,7 +34,7 @@ DOC_REFERENCE = re.compile(r"\bdocs/([a-z0-9-]+\.md)")
 
 
 def _texts() -> list[Path]:
-    roots = [ROOT / "src", ROOT / "tests", ROOT / "docs", ROOT / "bench"]
+    roots = [ROOT / "src", ROOT / "tests", ROOT / "docs", ROOT / "bench", ROOT / "tools"]
     files = [p for r in roots for p in r.rglob("*") if p.suffix in TEXT_SUFFIXES]
     files += [ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
     return sorted(p for p in files if p.is_file() and ".venv" not in p.parts)

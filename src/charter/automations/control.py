@@ -17,12 +17,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import secrets
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from typing import Any, TypeVar
 
 import psycopg
@@ -43,6 +41,10 @@ from charter.core.errors import CharterError, Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
+from charter.core.unset import UNSET as UNSET
+from charter.core.unset import Unset as Unset
+from charter.core.webhook_secret import SECRET_PREFIX as SECRET_PREFIX
+from charter.core.webhook_secret import new_secret as new_secret
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.tracing import current_traceparent
@@ -54,7 +56,6 @@ TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_NAME = 200
 MAX_SOURCE = 200
 MAX_OCCURRENCES = 2**31 - 1
-SECRET_PREFIX = "whsec_"  # noqa: S105 (the Standard Webhooks prefix, not a secret)
 _SECRET = re.compile(r"whsec_([A-Za-z0-9+/]+={0,2})")
 SECRET_BYTES = (16, 256)
 DEFAULT_PAGE = 50
@@ -90,18 +91,6 @@ class NoPlan(CharterError):
 
     code = "no_plan"
     http_status = 409
-
-
-# --- "absent" versus null --------------------------------------------------------------
-
-
-class Unset(Enum):
-    """A key absent from a change: leave the stored value as it is."""
-
-    UNSET = "unset"
-
-
-UNSET = Unset.UNSET
 
 
 # --- records ---------------------------------------------------------------------------
@@ -360,11 +349,6 @@ def check_secret(value: JsonValue) -> str:
         )
     assert isinstance(value, str)
     return value
-
-
-def new_secret() -> str:
-    """A fresh webhook secret: `whsec_` + base64 of 32 random bytes."""
-    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
 
 
 def check_limit(limit: int) -> int:

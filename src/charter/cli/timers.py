@@ -11,6 +11,7 @@ from rich.text import Text
 
 from charter.cli import ids, remote, tables, when
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.sdk import WorkFilter
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
@@ -42,14 +43,11 @@ def timers(
         known = status is None or status in _SCHEDULED + _QUEUE
         scheduled: JsonObject = {"items": [], "next_cursor": None}
         queued: JsonObject = {"items": [], "next_cursor": None}
+        rows = WorkFilter(status=status, workflow=workflow, process=process_id)
         if not known or status is None or status in _SCHEDULED:
-            scheduled = api.scheduled(
-                process=process_id, workflow=workflow, limit=limit, status=status
-            ).raw
+            scheduled = api.scheduled(rows, limit=limit).raw
         if not known or status is None or status in _QUEUE:
-            queued = api.queue(
-                process=process_id, workflow=workflow, limit=limit, status=status
-            ).raw
+            queued = api.queue(rows, limit=limit).raw
     if as_json:
         remote.print_json({"scheduled": scheduled, "queue": queued})
         return

@@ -1,10 +1,12 @@
 """The Python SDK of Charter: `Client` (blocking) and `AsyncClient` (asyncio), one
 implementation — `calls` says what each endpoint asks and answers, `protocol` the
 deadline, retries and errors, `signing` the sign-on-head loop — with two thin
-transports. See docs/python.md."""
+transports: `aio` is written by hand and `client` generated from it
+(tools/async_to_sync.py). See docs/python.md."""
 
 from charter.core.errors import CharterError, StalePrev
 from charter.sdk.aio import AsyncClient
+from charter.sdk.calls import WorkFilter
 from charter.sdk.client import Client
 from charter.sdk.errors import (
     ApiTimeout,
@@ -72,6 +74,7 @@ __all__ = [
     "Verification",
     "WaitTimeout",
     "Webhook",
+    "WorkFilter",
     "WorkItem",
     "Workflow",
 ]

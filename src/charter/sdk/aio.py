@@ -1,18 +1,23 @@
-"""`charter.AsyncClient`: the asyncio client of the Charter API.
+"""`charter.AsyncClient`: a client of the Charter API, one method per endpoint.
 
     import charter
 
-    async with charter.AsyncClient.from_env() as client:
+    async with charter.AsyncClient.from_env() as client:  # CHARTER_API_URL, CHARTER_TOKEN
         accepted = await client.submit(key, "order-1", "create", {"amount": 5}, "shop/order")
         done = await client.wait_for("order-1", state="closed", timeout=60)
         async for process in client.iter_processes(state="open"):
             ...
 
-`Client` over asyncio: the same calls (`charter.sdk.calls`), deadline, retries and errors
-(`charter.sdk.protocol`), method for method. Every call has a total deadline
-(`timeout`, 15 s unless given to the client or the call), retries and their waits
-included; errors are `CharterError`s carrying the wire code, HTTP status, `retryable`
-and the server's context.
+sdk/aio.py, the asyncio client, is written by hand; tools/async_to_sync.py generates
+sdk/client.py, the blocking one, from it: the same methods, arguments, results and
+errors. Both are thin transports over `charter.sdk.calls` (what each endpoint asks and
+answers) and `charter.sdk.protocol` (deadline, retries, errors). Where the two must
+differ, `if ASYNC:` holds the asyncio code and its `else:` the blocking code, which
+is all the generated file keeps.
+
+Every call has a total deadline (`timeout`, 15 s unless given to the client or the
+call), retries and their waits included; errors are `CharterError`s carrying the wire
+code, HTTP status, `retryable` and the server's context.
 """
 
 from __future__ import annotations
@@ -22,18 +27,19 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Self, TypeVar
+from typing import Self, TypeVar, Unpack
 
 import httpx
 
 from charter import deadline
-from charter.automations.control import UNSET, Unset
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission
 from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.unset import UNSET, Unset
 from charter.sdk import calls
+from charter.sdk.calls import WorkFields, WorkFilter
 from charter.sdk.errors import ApiTimeout, answer_error, transport_error
 from charter.sdk.live import (
     DEFAULT_POLL_SECONDS,
@@ -79,13 +85,14 @@ from charter.sdk.signing import (
 )
 
 T = TypeVar("T")
-_STREAM = httpx.Timeout(DEFAULT_TIMEOUT, read=None)
+# The blocking client is the `else:` of every `if ASYNC:` (type-checked in client.py).
+ASYNC = True
 
 
 class AsyncClient:
     """Calls the API at `base_url` (CHARTER_API_URL by default) with a bearer `token`
-    (CHARTER_TOKEN by default). `http` lets tests hand in an httpx.AsyncClient (with an
-    ASGI transport); whoever made it closes it."""
+    (CHARTER_TOKEN by default). `http` lets tests hand in their own httpx.AsyncClient,
+    one that calls the app in process; whoever made it closes it."""
 
     def __init__(
         self,
@@ -99,8 +106,12 @@ class AsyncClient:
     ) -> None:
         self.options = Options.of(base_url, token, timeout, retry, settings)
         self._owns_http = http is None
-        # asyncio cancels a call wherever it is, so a plain client keeps the deadline.
-        self._http = http or httpx.AsyncClient(timeout=self.options.timeout)
+        if ASYNC:
+            # asyncio cancels a call wherever it is, so a plain client keeps the deadline.
+            self._http = http or httpx.AsyncClient(timeout=self.options.timeout)
+        else:
+            # A blocked socket read cannot be cancelled: the sockets keep the deadline.
+            self._http = http or deadline.sync_client(self.options.base_url, self.options.timeout)
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> AsyncClient:
@@ -211,16 +222,9 @@ class AsyncClient:
     async def _watch(self, waiting: Waiting, end: float) -> Process | None:
         """Follow the stream until the process is in a wanted state or time is up; the
         last read of it. StreamGone when the stream is not there or breaks."""
-        url = self.options.base_url + STREAM_PATH
-        headers = live_headers(self.options.token)
         last: Process | None = None
         try:
-            async with (
-                asyncio.timeout(end - time.monotonic()),
-                # Messages may be a keep-alive interval apart: no read timeout of its
-                # own; the wait's deadline bounds the whole stream.
-                self._http.stream("GET", url, headers=headers, timeout=_STREAM) as response,
-            ):
+            async with self._stream(end - time.monotonic()) as response:
                 if response.status_code != 200:  # a redirect too: it is not followed
                     await response.aread()
                     raise stream_refused(answer_error(response))
@@ -239,6 +243,28 @@ class AsyncClient:
             return last  # time is up; the caller says so
         except httpx.TransportError as exc:
             raise StreamGone(str(exc)) from exc
+
+    @contextlib.asynccontextmanager
+    async def _stream(self, seconds: float) -> AsyncIterator[httpx.Response]:
+        """The live stream, open for at most `seconds`, what is read of it included."""
+        url = self.options.base_url + STREAM_PATH
+        headers = live_headers(self.options.token)
+        if ASYNC:
+            # Messages may be a keep-alive interval apart: no read timeout of its own;
+            # the wait's deadline (a TimeoutError) bounds the whole stream.
+            timeout = httpx.Timeout(DEFAULT_TIMEOUT, read=None)
+            async with (
+                asyncio.timeout(seconds),
+                self._http.stream("GET", url, headers=headers, timeout=timeout) as response,
+            ):
+                yield response
+        else:
+            # Every socket operation ends by the wait's deadline (an httpx timeout).
+            with (
+                deadline.within(seconds),
+                self._http.stream("GET", url, headers=headers, timeout=seconds) as response,
+            ):
+                yield response
 
     async def _read_while_waiting(
         self, process_id: str, end: float, last: Process | None
@@ -281,43 +307,23 @@ class AsyncClient:
 
     def iter_scheduled(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         page_size: int | None = None,
+        **filters: Unpack[WorkFields],
     ) -> AsyncIterator[WorkItem]:
-        return self._walk(
-            lambda cursor: calls.scheduled(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=page_size,
-            )
-        )
+        chosen = WorkFilter.of(where, **filters)
+        return self._walk(lambda cursor: calls.scheduled(chosen, cursor=cursor, limit=page_size))
 
     def iter_queue(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         page_size: int | None = None,
+        **filters: Unpack[WorkFields],
     ) -> AsyncIterator[WorkItem]:
-        return self._walk(
-            lambda cursor: calls.queue(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=page_size,
-            )
-        )
+        chosen = WorkFilter.of(where, **filters)
+        return self._walk(lambda cursor: calls.queue(chosen, cursor=cursor, limit=page_size))
 
     def iter_automations(self, *, page_size: int | None = None) -> AsyncIterator[Automation]:
         return self._walk(lambda cursor: calls.automations(cursor=cursor, limit=page_size))
@@ -460,51 +466,31 @@ class AsyncClient:
 
     async def scheduled(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Page[WorkItem]:
-        """A page of scheduled actions, soonest due first."""
-        return await self._run(
-            calls.scheduled(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=limit,
-            ),
-            timeout,
-        )
+        """A page of scheduled actions, soonest due first; `where` and the keyword
+        filters (`status`, `due_before`, `workflow`, `process`) narrow it."""
+        call = calls.scheduled(where, cursor=cursor, limit=limit, **filters)
+        return await self._run(call, timeout)
 
     async def queue(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Page[WorkItem]:
-        """A page of automatic-action queue rows."""
-        return await self._run(
-            calls.queue(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=limit,
-            ),
-            timeout,
-        )
+        """A page of automatic-action queue rows; `where` and the keyword filters
+        (`status`, `due_before`, `workflow`, `process`) narrow it."""
+        call = calls.queue(where, cursor=cursor, limit=limit, **filters)
+        return await self._run(call, timeout)
 
     async def machines(self, *, timeout: float | None = None) -> list[Machine]:
         return await self._run(calls.machines(), timeout)

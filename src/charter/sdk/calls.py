@@ -9,14 +9,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TypeVar
+from typing import TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
-from charter.automations import control
-from charter.automations.control import UNSET, Unset
+from charter.core import webhook_secret
 from charter.core.envelope import Submission
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
+from charter.core.unset import UNSET, Unset
 from charter.sdk.errors import OK
 from charter.sdk.protocol import Call, encode, json_object
 from charter.sdk.results import (
@@ -211,46 +211,60 @@ def stats() -> Call[Stats]:
     return _get("/v1/stats", Stats.parse)
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkFilter:
+    """Which rows a work view (`scheduled`, `queue`) lists: a field left None does not
+    narrow it. The views and their client methods also take these fields as keywords,
+    which override the filter's: `client.queue(where, status="failed")`."""
+
+    status: str | None = None
+    due_before: datetime | None = None
+    workflow: str | None = None
+    process: str | None = None
+
+    @classmethod
+    def of(cls, where: WorkFilter | None = None, **fields: Unpack[WorkFields]) -> WorkFilter:
+        """`where` (no filter when None) with the fields given as keywords."""
+        return dataclasses.replace(where or cls(), **fields)
+
+
+class WorkFields(TypedDict, total=False):
+    """WorkFilter's fields as keyword arguments (the one list of them is WorkFilter)."""
+
+    status: str | None
+    due_before: datetime | None
+    workflow: str | None
+    process: str | None
+
+
 def scheduled(
+    where: WorkFilter | None = None,
     *,
-    status: str | None = None,
-    due_before: datetime | None = None,
-    workflow: str | None = None,
-    process: str | None = None,
     cursor: str | None = None,
     limit: int | None = None,
+    **filters: Unpack[WorkFields],
 ) -> Call[Page[WorkItem]]:
     """A page of scheduled actions, soonest due first."""
-    params: Query = {
-        "status": status,
-        "due_before": due_before,
-        "workflow": workflow,
-        "process": process,
-        "cursor": cursor,
-        "limit": limit,
-    }
-    return _get("/v1/automation/scheduled", _paged(WorkItem.parse), params)
+    return _work("/v1/automation/scheduled", WorkFilter.of(where, **filters), cursor, limit)
 
 
 def queue(
+    where: WorkFilter | None = None,
     *,
-    status: str | None = None,
-    due_before: datetime | None = None,
-    workflow: str | None = None,
-    process: str | None = None,
     cursor: str | None = None,
     limit: int | None = None,
+    **filters: Unpack[WorkFields],
 ) -> Call[Page[WorkItem]]:
     """A page of automatic-action queue rows."""
-    params: Query = {
-        "status": status,
-        "due_before": due_before,
-        "workflow": workflow,
-        "process": process,
-        "cursor": cursor,
-        "limit": limit,
-    }
-    return _get("/v1/automation/queue", _paged(WorkItem.parse), params)
+    return _work("/v1/automation/queue", WorkFilter.of(where, **filters), cursor, limit)
+
+
+def _work(
+    path: str, where: WorkFilter, cursor: str | None, limit: int | None
+) -> Call[Page[WorkItem]]:
+    fields = {f.name: getattr(where, f.name) for f in dataclasses.fields(where)}
+    params: Query = {**fields, "cursor": cursor, "limit": limit}
+    return _get(path, _paged(WorkItem.parse), params)
 
 
 # --- machines --------------------------------------------------------------------------
@@ -403,7 +417,7 @@ def update_webhook(
 
 def new_secret() -> str:
     """A fresh webhook secret, for `rotate_secret` (the API never shows one again)."""
-    return control.new_secret()
+    return webhook_secret.new_secret()
 
 
 def remove_webhook(automation_id: str, trigger_id: str) -> Call[None]:

@@ -1,16 +1,25 @@
-"""`charter.Client`: the blocking client of the Charter API.
+# Generated from src/charter/sdk/aio.py by tools/async_to_sync.py: do not edit by hand.
+# Change aio.py, then run `python tools/async_to_sync.py` (`make lint` checks the two agree).
+"""`charter.Client`: a client of the Charter API, one method per endpoint.
 
     import charter
 
-    with charter.Client.from_env() as client:        # CHARTER_API_URL, CHARTER_TOKEN
-        accepted = client.submit(key, "order-1", "create", {"amount": 5}, workflow="shop/order")
+    with charter.Client.from_env() as client:  # CHARTER_API_URL, CHARTER_TOKEN
+        accepted = client.submit(key, "order-1", "create", {"amount": 5}, "shop/order")
         done = client.wait_for("order-1", state="closed", timeout=60)
+        for process in client.iter_processes(state="open"):
+            ...
 
-A thin transport over `charter.sdk.calls` (what each endpoint asks and answers) and
-`charter.sdk.protocol` (deadline, retries, errors); `AsyncClient` is the same over
-asyncio. Every call has a total deadline (`timeout`, 15 s unless given to the client or
-the call), retries and their waits included; errors are `CharterError`s carrying the
-wire code, HTTP status, `retryable` and the server's context.
+sdk/aio.py, the asyncio client, is written by hand; tools/async_to_sync.py generates
+sdk/client.py, the blocking one, from it: the same methods, arguments, results and
+errors. Both are thin transports over `charter.sdk.calls` (what each endpoint asks and
+answers) and `charter.sdk.protocol` (deadline, retries, errors). Where the two must
+differ, `if ASYNC:` holds the asyncio code and its `else:` the blocking code, which
+is all the generated file keeps.
+
+Every call has a total deadline (`timeout`, 15 s unless given to the client or the
+call), retries and their waits included; errors are `CharterError`s carrying the wire
+code, HTTP status, `retryable` and the server's context.
 """
 
 from __future__ import annotations
@@ -19,18 +28,19 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Self, TypeVar
+from typing import Self, TypeVar, Unpack
 
 import httpx
 
 from charter import deadline
-from charter.automations.control import UNSET, Unset
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission
 from charter.core.errors import Duplicate, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.unset import UNSET, Unset
 from charter.sdk import calls
+from charter.sdk.calls import WorkFields, WorkFilter
 from charter.sdk.errors import ApiTimeout, answer_error, transport_error
 from charter.sdk.live import (
     DEFAULT_POLL_SECONDS,
@@ -80,8 +90,8 @@ T = TypeVar("T")
 
 class Client:
     """Calls the API at `base_url` (CHARTER_API_URL by default) with a bearer `token`
-    (CHARTER_TOKEN by default). `http` lets tests hand in an httpx.Client (FastAPI's
-    TestClient); whoever made it closes it."""
+    (CHARTER_TOKEN by default). `http` lets tests hand in their own httpx.Client,
+    one that calls the app in process; whoever made it closes it."""
 
     def __init__(
         self,
@@ -95,6 +105,7 @@ class Client:
     ) -> None:
         self.options = Options.of(base_url, token, timeout, retry, settings)
         self._owns_http = http is None
+        # A blocked socket read cannot be cancelled: the sockets keep the deadline.
         self._http = http or deadline.sync_client(self.options.base_url, self.options.timeout)
 
     @classmethod
@@ -162,7 +173,8 @@ class Client:
                 found = self.process(process, timeout=timeout)
                 return recorded(submission, found, self.events(process, timeout=timeout))
 
-        accepted: Accepted = drive(sign_on_head(signer.sign, stale_retries), read_head, send)
+        steps = sign_on_head(signer.sign, stale_retries)
+        accepted: Accepted = drive(steps, read_head, send)
         return accepted
 
     def _maybe_process(self, process_id: str, timeout: float | None) -> Process | None:
@@ -205,15 +217,9 @@ class Client:
     def _watch(self, waiting: Waiting, end: float) -> Process | None:
         """Follow the stream until the process is in a wanted state or time is up; the
         last read of it. StreamGone when the stream is not there or breaks."""
-        url = self.options.base_url + STREAM_PATH
-        headers = live_headers(self.options.token)
-        left = end - time.monotonic()
         last: Process | None = None
         try:
-            with (
-                deadline.within(left),
-                self._http.stream("GET", url, headers=headers, timeout=left) as response,
-            ):
+            with self._stream(end - time.monotonic()) as response:
                 if response.status_code != 200:  # a redirect too: it is not followed
                     response.read()
                     raise stream_refused(answer_error(response))
@@ -228,10 +234,22 @@ class Client:
                     if message is not None and waiting.concerns(message):
                         last = self._read_while_waiting(waiting.process_id, end, last)
                 return last
-        except httpx.TimeoutException:
+        except (TimeoutError, httpx.TimeoutException):
             return last  # time is up; the caller says so
         except httpx.TransportError as exc:
             raise StreamGone(str(exc)) from exc
+
+    @contextlib.contextmanager
+    def _stream(self, seconds: float) -> Iterator[httpx.Response]:
+        """The live stream, open for at most `seconds`, what is read of it included."""
+        url = self.options.base_url + STREAM_PATH
+        headers = live_headers(self.options.token)
+        # Every socket operation ends by the wait's deadline (an httpx timeout).
+        with (
+            deadline.within(seconds),
+            self._http.stream("GET", url, headers=headers, timeout=seconds) as response,
+        ):
+            yield response
 
     def _read_while_waiting(
         self, process_id: str, end: float, last: Process | None
@@ -274,43 +292,23 @@ class Client:
 
     def iter_scheduled(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         page_size: int | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Iterator[WorkItem]:
-        return self._walk(
-            lambda cursor: calls.scheduled(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=page_size,
-            )
-        )
+        chosen = WorkFilter.of(where, **filters)
+        return self._walk(lambda cursor: calls.scheduled(chosen, cursor=cursor, limit=page_size))
 
     def iter_queue(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         page_size: int | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Iterator[WorkItem]:
-        return self._walk(
-            lambda cursor: calls.queue(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=page_size,
-            )
-        )
+        chosen = WorkFilter.of(where, **filters)
+        return self._walk(lambda cursor: calls.queue(chosen, cursor=cursor, limit=page_size))
 
     def iter_automations(self, *, page_size: int | None = None) -> Iterator[Automation]:
         return self._walk(lambda cursor: calls.automations(cursor=cursor, limit=page_size))
@@ -446,51 +444,31 @@ class Client:
 
     def scheduled(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Page[WorkItem]:
-        """A page of scheduled actions, soonest due first."""
-        return self._run(
-            calls.scheduled(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=limit,
-            ),
-            timeout,
-        )
+        """A page of scheduled actions, soonest due first; `where` and the keyword
+        filters (`status`, `due_before`, `workflow`, `process`) narrow it."""
+        call = calls.scheduled(where, cursor=cursor, limit=limit, **filters)
+        return self._run(call, timeout)
 
     def queue(
         self,
+        where: WorkFilter | None = None,
         *,
-        status: str | None = None,
-        due_before: datetime | None = None,
-        workflow: str | None = None,
-        process: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
         timeout: float | None = None,
+        **filters: Unpack[WorkFields],
     ) -> Page[WorkItem]:
-        """A page of automatic-action queue rows."""
-        return self._run(
-            calls.queue(
-                status=status,
-                due_before=due_before,
-                workflow=workflow,
-                process=process,
-                cursor=cursor,
-                limit=limit,
-            ),
-            timeout,
-        )
+        """A page of automatic-action queue rows; `where` and the keyword filters
+        (`status`, `due_before`, `workflow`, `process`) narrow it."""
+        call = calls.queue(where, cursor=cursor, limit=limit, **filters)
+        return self._run(call, timeout)
 
     def machines(self, *, timeout: float | None = None) -> list[Machine]:
         return self._run(calls.machines(), timeout)
