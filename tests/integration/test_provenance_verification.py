@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 
 from charter.api.app import create_app
 from charter.auth.tokens import create_token
-from charter.automation.outcomes import Outcome
 from charter.cli.main import app as cli
 from charter.core import ijson
 from charter.core.config import Settings
@@ -31,6 +30,7 @@ from charter.engine.evidence import CODES, VerificationReport
 from charter.engine.process_event import Reads
 from charter.engine.rules import has_automation_meta
 from charter.engine.verification import export_bundle, verify_bundle, verify_process
+from charter.firing.outcomes import Outcome
 from tests.integration.world import World, new_process_id
 from tests.unit.chains import AUTOMATED_CHILD_PATH, AUTOMATED_PATH, DEFINITIONS
 
