@@ -37,7 +37,7 @@ from charter.automations.executor import (
     service_unavailable,
     transient_failure,
 )
-from charter.automations.leases import idempotency_key
+from charter.automations.journal import idempotency_key
 from charter.automations.machine_client import ClaimedRun, JournalEntry, MachineClient
 from charter.automations.plan import InvalidPlan
 from charter.core.config import Settings

@@ -18,7 +18,8 @@ from fastapi.testclient import TestClient
 
 from charter.api.app import create_app
 from charter.automations.dpop import public_jwk
-from charter.automations.leases import MAX_RETRY_DELAY_SECONDS, idempotency_key
+from charter.automations.journal import idempotency_key
+from charter.automations.leases import MAX_RETRY_DELAY_SECONDS
 from charter.automations.machine_client import MachineClient
 from charter.core.clock import FakeClock
 from charter.core.config import Settings
