@@ -22,6 +22,7 @@ import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from charter.api.app import create_app
+from charter.audit.verify_stored import verify_process
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
@@ -30,7 +31,6 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.engine import actors
 from charter.engine.process_event import Engine
-from charter.engine.verification import verify_process
 from common import measure, peak_rss_mib, percentiles, print_results, scratch_database
 
 WORKFLOW = "bench/counter"

@@ -18,7 +18,7 @@ the same indexes and rows with the hex columns as bytea (built, measured, rolled
 
 Run: python bench/growth.py [--quick] [--rebuild] [--runs 3] [--events 2000]
 Needs a PostgreSQL superuser URL (CHARTER_BENCH_ADMIN_URL, default the local server) and
-~10 GB of disk for 10 M events. On the shared 2-core machine the 10 M build took 49 min
+~10 GB of disk for 10 M events. On a 2-core machine the 10 M build takes about 50 min
 (COPY 39, indexes 9) and a measurement with a kept database 4 to 5 min; `--quick` takes
 about a minute once `charter_growth_1m` is kept (its first build, about 2 min).
 """

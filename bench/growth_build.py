@@ -26,6 +26,7 @@ import psycopg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from psycopg import sql
 
+from charter.audit.verify_stored import verify_process
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, Submission, verify_submission
 from charter.core.jsontypes import JsonObject
@@ -35,7 +36,6 @@ from charter.db.migrate import migrate
 from charter.db.snapshot import render_schema
 from charter.engine import actors
 from charter.engine.registry import Registry
-from charter.engine.verification import verify_process
 
 WORKFLOW = "bench/growth"
 DEFINITION: JsonObject = {

@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from charter.audit.evidence import EventRow
+from charter.audit.verify_stored import export_bundle, load_evidence, verify_bundle, verify_process
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
@@ -37,9 +39,7 @@ from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.engine import actors
-from charter.engine.evidence import EventRow
 from charter.engine.process_event import Engine
-from charter.engine.verification import export_bundle, load_evidence, verify_bundle, verify_process
 from common import print_results, scratch_database
 
 WORKFLOW = "bench/ledger"

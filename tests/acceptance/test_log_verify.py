@@ -199,7 +199,7 @@ def test_a_log_directory_older_than_the_trusted_checkpoint_is_log_rollback(
 def test_a_trusted_checkpoint_of_the_same_size_with_another_root_is_equivocation(
     world: LogWorld, tmp_path: Path
 ) -> None:
-    from charter.tlog.audit import trust_path
+    from charter.audit.log_check import trust_path
     from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
 
     _, _, process_id, _ = _chain(world, 2)

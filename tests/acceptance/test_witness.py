@@ -1,5 +1,5 @@
 """`charter witness serve` as a real process: the tlog-witness protocol over HTTP, its
-state across kill -9, the race the spec warns about, and the CLI around it."""
+state across kill -9, the race tlog-witness warns about, and the CLI around it."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import pytest
 from fastapi import FastAPI
 
 from charter.auth.tokens import create_token
-from charter.cli.serving import api_server
+from charter.cli.api_server import api_server
 from charter.core.config import Settings
 from charter.db.database import Database, Role
 from charter.engine.process_event import Engine

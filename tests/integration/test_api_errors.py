@@ -273,7 +273,7 @@ def test_the_clock_skew_window_is_the_engines(h: Harness) -> None:
     assert response.status_code == 201, response.text
 
 
-def test_every_design_code_is_covered() -> None:
+def test_every_submission_code_is_covered() -> None:
     from charter.engine.process_event import SUBMISSION_CODES
 
     covered = {code for _, _, code in CASES.values()} | {"malformed", "stale_prev"}

@@ -150,7 +150,7 @@ def test_healthz_says_unavailable_without_the_databases_words(
     assert response.headers["retry-after"] == "1"
 
 
-def test_the_webhook_routes_500_keeps_the_seeds_message_and_adds_the_request_id(
+def test_the_webhook_routes_500_keeps_its_generic_message_and_adds_the_request_id(
     working: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*_args: object, **_kwargs: object) -> list[object]:

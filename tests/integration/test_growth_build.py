@@ -11,12 +11,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from charter.audit.verify_stored import verify_process
 from charter.core.envelope import Envelope, sign
 from charter.core.errors import StalePrev
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database
 from charter.engine.process_event import Engine
-from charter.engine.verification import verify_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import growth_build

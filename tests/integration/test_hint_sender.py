@@ -6,8 +6,8 @@ import psycopg
 import pytest
 
 from charter.db.database import Database
-from charter.engine.hint_sender import HintSender
-from charter.engine.hints import hint
+from charter.db.hint_sender import HintSender
+from charter.db.hints import hint
 
 CHANNEL = "charter_test_hint_sender"
 

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from charter.api.app import create_app
 from charter.core.errors import Duplicate
+from charter.core.metrics import REGISTRY
 from charter.db.database import Database, Role, connect
-from charter.engine.metrics import REGISTRY
 from charter.tlog import store
 from charter.tlog.entry import LogEntry
 from charter.tlog.logdir import LogDirectory

@@ -18,6 +18,8 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from charter.api.app import create_app
+from charter.audit.evidence import CODES, VerificationReport
+from charter.audit.verify_stored import export_bundle, verify_bundle, verify_process
 from charter.auth.tokens import create_token
 from charter.cli.main import app as cli
 from charter.core import ijson
@@ -26,10 +28,8 @@ from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
 from charter.db.database import Database, Role, connect
 from charter.engine import actors
-from charter.engine.evidence import CODES, VerificationReport
 from charter.engine.process_event import Reads
 from charter.engine.rules import has_automation_meta
-from charter.engine.verification import export_bundle, verify_bundle, verify_process
 from charter.firing.outcomes import Outcome
 from tests.integration.world import World, new_process_id
 from tests.unit.chains import AUTOMATED_CHILD_PATH, AUTOMATED_PATH, DEFINITIONS

@@ -22,8 +22,8 @@ from charter.automations.admission import fire_due_crons
 from charter.automations.webhooks import sign as webhook_signature
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonValue
+from charter.core.metrics import REGISTRY
 from charter.db.database import Database, Role, connect
-from charter.engine.metrics import REGISTRY
 from charter.machine.executor import ExecutorOptions, Outcome, RunExecutor
 from charter.machine.http_request import HttpRequestAction
 from charter.machine.registry import ActionRegistry

@@ -7,11 +7,11 @@ import threading
 
 import pytest
 
+from charter.audit.verify_evidence import verify_evidence
+from charter.audit.verify_stored import load_evidence
 from charter.core.errors import AppendOnlyViolation, ChainViolation, Duplicate, IntegrityViolation
 from charter.db.database import Database, connect
 from charter.db.errors import translated
-from charter.engine.verification import load_evidence
-from charter.engine.verify import verify_evidence
 from tests.integration import rows
 from tests.integration.dbcheck import Conn, refused
 

@@ -17,6 +17,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from charter.audit.evidence import CODES, VerificationReport
+from charter.audit.verify_pool import verify_processes
+from charter.audit.verify_stored import export_bundle, verify_bundle, verify_process
 from charter.cli import verify as verify_cli
 from charter.core import ijson
 from charter.core.envelope import Envelope, sign
@@ -24,10 +27,7 @@ from charter.core.errors import UnknownProcess
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role, connect
-from charter.engine.evidence import CODES, VerificationReport
 from charter.engine.store import Store
-from charter.engine.verification import export_bundle, verify_bundle, verify_process
-from charter.engine.verification_pool import verify_processes
 from tests.integration.world import World, new_process_id
 from tests.unit.chains import DEFINITIONS, PARENT_PATH
 

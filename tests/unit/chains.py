@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from charter.audit.evidence import ActorKey, EventRow, Evidence
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, genesis_envelope, sign
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -21,7 +22,6 @@ from charter.core.timefmt import parse_rfc3339
 from charter.dsl.canonical import version_hash
 from charter.dsl.mutate import ResolvedSpawn
 from charter.dsl.validate import load_workflow
-from charter.engine.evidence import ActorKey, EventRow, Evidence
 from charter.engine.records import AUTOMATION_ACTOR_ID, AUTOMATION_ROLE, ActorContext, ProcessView
 from charter.engine.rules import Decision, decide
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow, fired_input

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
+from charter.audit.bundle import FORMAT, bundle_json
+from charter.audit.evidence import CODES, Problem, VerificationReport
+from charter.audit.verify_stored import verify_bundle
 from charter.core import ijson
 from charter.core.canonical import sha256_hex
 from charter.core.ed25519 import SecretKey
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.dsl.canonical import version_hash
-from charter.engine.bundle import FORMAT, bundle_json
-from charter.engine.evidence import CODES, Problem, VerificationReport
-from charter.engine.verification import verify_bundle
 from tests.unit.chains import PARENT, Chain, family
 
 KEY = SecretKey(bytes(range(32)))

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
+from charter.audit.bundle import FORMAT, FORMAT_LOGGED, bundle_json
+from charter.audit.bundle_log import BundleLog, BundleTrust
+from charter.audit.evidence import CODES, VerificationReport
+from charter.audit.verify_stored import verify_bundle, verify_bundle_log
 from charter.core import ijson
 from charter.core.clock import FakeClock
 from charter.core.ed25519 import SecretKey
 from charter.core.jsontypes import JsonObject
-from charter.engine.bundle import FORMAT, FORMAT_LOGGED, bundle_json
-from charter.engine.evidence import CODES, VerificationReport
-from charter.engine.verification import verify_bundle, verify_bundle_log
-from charter.tlog.bundle_log import BundleLog, BundleTrust
 from charter.tlog.checkpoint import Checkpoint, Cosigner, sign_checkpoint
 from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.merkle import MemoryTree, prove_inclusion
@@ -252,7 +252,7 @@ def test_a_trusted_checkpoint_of_the_same_size_with_another_root_is_equivocation
 
 
 def test_a_witness_holding_another_root_at_the_bundles_size_is_equivocation() -> None:
-    from charter.tlog.bundle_log import compare_bundle_with_witness
+    from charter.audit.bundle_log import compare_bundle_with_witness
 
     policy = parse_policy(f"log {LOG.verifier().vkey}\nquorum none\n")
     bundled = Checkpoint(ORIGIN, 5, bytes([1]) * 32)

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from charter.audit.bundle import bundle_json
+from charter.audit.evidence import CODES, VerificationReport
+from charter.audit.verify_evidence import verify_evidence
+from charter.audit.verify_stored import verify_bundle
 from charter.cli.main import app
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey
 from charter.core.jsontypes import JsonObject
-from charter.engine.bundle import bundle_json
-from charter.engine.evidence import CODES, VerificationReport
-from charter.engine.verification import verify_bundle
-from charter.engine.verify import verify_evidence
 from tests.unit.chains import (
     AUTOMATED_PATH,
     AUTOMATION,

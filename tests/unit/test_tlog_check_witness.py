@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from charter.tlog.audit import check_witness
+from charter.audit.log_check import check_witness
 from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
 from charter.tlog.entry import LogEntry
 from charter.tlog.errors import WitnessUnreachable

@@ -23,10 +23,16 @@ from charter.tlog.errors import (
     CheckpointUntrusted,
     MalformedCheckpoint,
     MalformedKey,
-    UnverifiedNote,
 )
 from charter.tlog.merkle import EMPTY_ROOT
-from charter.tlog.note import Ed25519Signer, add_signatures, key_id, parse_note, sign_note
+from charter.tlog.note import (
+    Ed25519Signer,
+    UnverifiedNote,
+    add_signatures,
+    key_id,
+    parse_note,
+    sign_note,
+)
 
 # C2SP tlog-cosignature.md: the example checkpoint with one witness cosignature.
 EXAMPLE_BODY = (
@@ -51,8 +57,8 @@ def test_the_c2sp_example_parses() -> None:
     assert checkpoint.body() == EXAMPLE_BODY
     log_sig, witness_sig = note.signatures
     assert len(log_sig.signature) == 64
-    # The cosignature is 8-byte timestamp ‖ 64-byte signature; its time is the spec's
-    # example message time line.
+    # The cosignature is 8-byte timestamp ‖ 64-byte signature; its time is the C2SP
+    # example message's time line.
     assert len(witness_sig.signature) == 72
     assert cosignature_time(witness_sig) == 1679315147
     assert cosignature_message(EXAMPLE_BODY, 1679315147) == (

@@ -9,12 +9,12 @@ from charter.tlog.errors import (
     BadNoteSignature,
     MalformedKey,
     MalformedNote,
-    UnverifiedNote,
 )
 from charter.tlog.note import (
     Ed25519Signer,
     Ed25519Verifier,
     Signature,
+    UnverifiedNote,
     add_signatures,
     open_note,
     parse_note,

@@ -229,7 +229,7 @@ def test_the_witness_signs_only_what_the_log_signed(tmp_path: Path, log: TestLog
 
 
 def test_concurrent_threads_never_roll_the_size_back(tmp_path: Path, log: TestLog) -> None:
-    """The race the spec describes: requests from many old sizes at once, each retried
+    """The race tlog-witness describes: requests from many old sizes at once, each retried
     from the size a 409 reports, as a log would."""
     witness = make_witness(tmp_path, log)
     sizes_seen: list[int] = []

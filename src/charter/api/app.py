@@ -46,7 +46,7 @@ from charter.core.clock import Clock
 from charter.core.config import Settings
 from charter.core.errors import TooLarge
 from charter.db.database import Database
-from charter.engine.hint_sender import HintSender
+from charter.db.hint_sender import HintSender
 from charter.engine.process_event import Engine, Reads
 from charter.operator.hub import HintHub
 

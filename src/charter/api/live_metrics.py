@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from charter.core.errors import CharterError
 from charter.db.database import Database, Role
-from charter.db.queries import query
+from charter.operator.reads import live_state
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +29,12 @@ class LiveStateCollector(Collector):
         yield from self._pools()
         try:
             with self.database.connection(Role.ENGINE) as conn, conn.transaction():
-                row = conn.execute(query("live_state")).fetchone()
+                row = live_state(conn)
         except CharterError as exc:
             # A scrape must answer: without the database, report only what this process
             # knows (the pools); the failed health check tells the rest.
             log.warning("metrics: cannot read the live state (%s)", exc.message)
             return
-        assert row is not None
         # Counts (int) and an age in seconds (Decimal, or NULL when nothing is due).
         numbers = [float(value or 0) for value in row if isinstance(value, int | Decimal | None)]
         assert len(numbers) == len(row)

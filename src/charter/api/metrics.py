@@ -10,7 +10,7 @@ import time
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from charter.engine.metrics import REGISTRY
+from charter.core.metrics import REGISTRY
 
 access_log = logging.getLogger("charter.access")
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from charter.api.contract import HEX64, NAME, TIME, WORKFLOW_PATH
+from charter.api.contract import HEX64, NAME, PRINCIPAL, TIME, WORKFLOW_PATH
 from charter.api.listing import alias_field, cursor_field
 
 Json = Any  # any JSON value
@@ -203,7 +203,7 @@ class Deployed(Deployment):
 
 
 class Actor(BaseModel):
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+    id: str = Field(pattern=PRINCIPAL)
     roles: list[str]
     public_key: str | None = Field(pattern=HEX64, description="The active key.")
     disabled: bool

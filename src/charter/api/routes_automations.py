@@ -40,7 +40,7 @@ from charter.automations.store import Conn, Control
 from charter.automations.wakeups import run_hints
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Role
-from charter.engine.hints import send_hints
+from charter.db.hints import send_hints
 
 router = APIRouter(tags=["automations"])
 Context = Annotated[Services, Depends(services)]

@@ -20,9 +20,9 @@ from charter.api.models import (
 )
 from charter.api.routes_log import log_settings
 from charter.api.state import Services, services
+from charter.audit import verify_stored
+from charter.audit.metrics import count_verification
 from charter.auth.tokens import TokenInfo
-from charter.engine import verification
-from charter.engine.metrics import count_verification
 
 READ = "processes:read"
 
@@ -54,7 +54,7 @@ def verify_process(
 ) -> JSONResponse:
     """Check the hash chain: hashes, signatures, seq, links, spawn causes, automated events'
     provenance, the stored head; `replay=true` also re-derives the state and compares."""
-    report = verification.verify_process(context.database, process_id, replay=replay)
+    report = verify_stored.verify_process(context.database, process_id, replay=replay)
     count_verification(report)
     return JSONResponse(report.to_json())
 
@@ -85,4 +85,4 @@ def export_process(
     has a transparency log (no wait: `unlogged` counts the events not logged yet), else
     `charter-export/1`."""
     log = log_settings(request).log_directory()
-    return JSONResponse(verification.export_bundle(context.database, process_id, log))
+    return JSONResponse(verify_stored.export_bundle(context.database, process_id, log))

@@ -23,7 +23,6 @@ signature (not a bearer token) is the authority. Responses:
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -38,6 +37,7 @@ from charter.api.state import Services, services
 from charter.automations.admission import receive_event
 from charter.automations.ledger import RunRecord
 from charter.automations.metrics import WEBHOOK_RUNS, WEBHOOKS_RECEIVED, WEBHOOKS_REFUSED
+from charter.core import identifiers
 from charter.core.errors import CharterError, Malformed
 from charter.db.database import Role
 
@@ -48,8 +48,8 @@ router = APIRouter(tags=["webhooks"])
 PRINCIPAL_HEADER = "x-charter-principal"
 TARGET_HEADER = "x-charter-target"
 # The forms the tokens table and the automations table allow.
-_PRINCIPAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
-_TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_PRINCIPAL = identifiers.PRINCIPAL
+_TARGET = identifiers.NAME
 
 
 class AutomationsFailed(CharterError):

@@ -8,7 +8,6 @@ its SHA-256, so a leaked table grants nothing. Scopes are the fixed set of docs/
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from uuid import UUID
 
 import psycopg
 
+from charter.core import identifiers
 from charter.core.errors import Malformed, NotFound
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
@@ -42,7 +42,7 @@ SCOPES = frozenset(
     }
 )
 DEFAULT_PRINCIPAL = "admin"
-_PRINCIPAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+_PRINCIPAL = identifiers.PRINCIPAL
 MAX_NAME = 200
 
 

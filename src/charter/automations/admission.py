@@ -33,8 +33,8 @@ from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.db.errors import translated
+from charter.db.hints import send_hints
 from charter.db.queries import query
-from charter.engine.hints import send_hints
 from charter.tracing import current_traceparent, span
 
 log = logging.getLogger(__name__)

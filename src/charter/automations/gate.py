@@ -38,7 +38,7 @@ from charter.automations.wakeups import RunWakeups, run_hint
 from charter.core.clock import Clock
 from charter.core.errors import CharterError
 from charter.db.database import Database, Role, pipelined_transaction
-from charter.engine.hints import send_hints
+from charter.db.hints import send_hints
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from prometheus_client import Counter, Histogram
 
 from charter.automations.ledger import StepRecord
-from charter.engine.metrics import REGISTRY
+from charter.core.metrics import REGISTRY
 
 CRON_ADMISSIONS = Counter(
     "charter_cron_admissions",

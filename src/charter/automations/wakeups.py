@@ -26,8 +26,8 @@ import psycopg
 
 from charter.automations.ledger import RunRecord
 from charter.db.database import conninfo
+from charter.db.hints import Hint, hint
 from charter.db.queries import query
-from charter.engine.hints import Hint, hint
 
 log = logging.getLogger(__name__)
 

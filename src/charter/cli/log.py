@@ -42,8 +42,8 @@ def sequence(
 
     Exits 3 when it halts (db_behind_log, log_behind_db, log_gap, ...), 0 on SIGINT/SIGTERM.
     """
+    from charter.cli.sequencer import configured_sequencer
     from charter.db.embedded import database_url
-    from charter.tlog.background import configured_sequencer
 
     setup_telemetry(log_level, log_format, "charter-log")
     settings = LogSettings.from_env()
@@ -115,7 +115,7 @@ def _witnessed(policy: Policy, asked: Witnesses) -> WitnessCheck:
     """The mirror's check of its source against the witnesses: a refusal names the first
     problem (`log_rollback`, `checkpoint_equivocation`, ...), a witness that cannot be
     read is `witness_unreachable`."""
-    from charter.tlog.audit import compare_with_witness
+    from charter.audit.log_check import compare_with_witness
     from charter.tlog.errors import WitnessUnreachable
     from charter.tlog.mirror import REFUSALS, MirrorRefused
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import secrets
 import signal
 from pathlib import Path
@@ -16,6 +15,7 @@ import typer
 from charter.automations.dpop import public_jwk as jwk_of
 from charter.automations.dpop import thumbprint
 from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
+from charter.core import identifiers
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
 from charter.core.errors import ConfigurationError, KeyFileError
@@ -28,7 +28,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_NAME = identifiers.NAME
 
 
 def machines_dir(settings: Settings) -> Path:

@@ -115,7 +115,7 @@ def api_child(
     if log_figures is not None:  # the parent's log sequencer: its figures on our /metrics
         FIGURES.share(log_figures)
     # Imported here, in the child: the parent never loads the app.
-    from charter.cli.serving import api_server, until_signal
+    from charter.cli.api_server import api_server, until_signal
     from charter.engine.process_event import Engine
 
     try:

@@ -3,45 +3,24 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import errno
 import os
-import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
-import uvicorn
 from rich.console import Console
 
-from charter.api.app import create_app
-from charter.api.state import Services
 from charter.cli import loops
+from charter.cli.api_server import api_server, until_signal
 from charter.cli.prefork import POOL_SIZE, serve_workers
+from charter.cli.sequencer import background_sequencer
 from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
 from charter.db.database import Database, connect
 from charter.db.embedded import database_url
 from charter.db.migrate import check_migrated
 from charter.engine.process_event import Engine
-from charter.tlog.background import background_sequencer
-
-
-class QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handling: the command stops everything it runs
-    together (uvicorn's would re-raise the signal after shutdown: no clean exit 0)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # Waiting long-poll claims answer 204 now instead of holding the shutdown up.
-        services = getattr(getattr(self.config.app, "state", None), "charter", None)
-        if isinstance(services, Services):
-            services.wakeups.drain()
-        await super().shutdown(sockets)
 
 
 def public_settings(settings: Settings, host: str, port: int) -> Settings:
@@ -50,18 +29,6 @@ def public_settings(settings: Settings, host: str, port: int) -> Settings:
     if os.environ.get("CHARTER_API_URL"):
         return settings
     return replace(settings, api_url=f"http://{host}:{port}")
-
-
-def api_server(
-    database: Database, engine: Engine, settings: Settings, host: str, port: int
-) -> QuietServer:
-    app = create_app(database, engine=engine, settings=settings)
-    # Logging is the command's (charter.logs): uvicorn neither configures it nor writes
-    # its own access log.
-    config = uvicorn.Config(
-        app, host=host, port=port, log_config=None, log_level=None, access_log=False
-    )
-    return QuietServer(config)
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -123,20 +90,3 @@ def _serve_api(
             console.print(listening, soft_wrap=True)
             console.print(f"[bold]console[/]   http://{host}:{port}/console/")
             loops.run(until_signal(server))
-
-
-async def until_signal(
-    server: uvicorn.Server,
-    sockets: list[socket.socket] | None = None,
-    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
-) -> None:
-    """Serve (on `sockets`, if given: a listening socket shared with other processes)
-    until one of `signals`."""
-
-    def stop() -> None:
-        server.should_exit = True
-
-    loop = asyncio.get_running_loop()
-    for signum in signals:
-        loop.add_signal_handler(signum, stop)
-    await server.serve(sockets)

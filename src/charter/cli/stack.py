@@ -23,6 +23,7 @@ from rich.console import Console
 from charter.auth.tokens import create_token, find_token
 from charter.cli.children import Family, clean_exit
 from charter.cli.prefork import api_child, listen
+from charter.cli.sequencer import background_sequencer
 from charter.cli.serving import check_port_free, public_settings
 from charter.cli.worker import child as worker_child
 from charter.core.config import Settings, admin_token_path
@@ -33,7 +34,6 @@ from charter.db.embedded import database_url
 from charter.db.migrate import migrate
 from charter.firing.keys import ensure_automation_actor, key_file
 from charter.firing.worker import WorkerSettings
-from charter.tlog.background import background_sequencer
 from charter.tlog.metrics import FIGURES
 
 

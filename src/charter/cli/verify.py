@@ -22,6 +22,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from charter.audit.bundle_log import BundleTrust, bundle_checkpoint, compare_bundle_with_witness
+from charter.audit.evidence import Problem, VerificationReport
+from charter.audit.log_check import MissingProcess
+from charter.audit.verify_pool import default_jobs, verify_processes
+from charter.audit.verify_stored import (
+    export_bundle,
+    process_ids,
+    verify_bundle,
+    verify_bundle_log,
+    verify_process,
+)
 from charter.cli.verify_log import LogCheck, Witnesses, default_policy
 from charter.core import ijson
 from charter.core.config import Settings
@@ -30,17 +41,6 @@ from charter.core.errors import ConfigurationError, InvalidPublicKey, Malformed,
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Database
 from charter.db.embedded import database_url
-from charter.engine.evidence import Problem, VerificationReport
-from charter.engine.verification import (
-    export_bundle,
-    process_ids,
-    verify_bundle,
-    verify_bundle_log,
-    verify_process,
-)
-from charter.engine.verification_pool import default_jobs, verify_processes
-from charter.tlog.audit import MissingProcess
-from charter.tlog.bundle_log import BundleTrust, bundle_checkpoint, compare_bundle_with_witness
 from charter.tlog.config import LogSettings
 from charter.tlog.policy import Policy, parse_policy
 

@@ -14,14 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
 
-from charter.core.config import Settings
-from charter.core.errors import ConfigurationError
-from charter.db.database import Database, Role
-from charter.db.queries import query
-from charter.engine.evidence import Problem, VerificationReport
-from charter.tlog.audit import (
+from charter.audit.evidence import Problem, VerificationReport
+from charter.audit.log_check import (
     ChainEvent,
     LogMirror,
     MissingProcess,
@@ -30,6 +25,10 @@ from charter.tlog.audit import (
     open_mirror,
     read_witness_http,
 )
+from charter.core.config import Settings
+from charter.core.errors import ConfigurationError
+from charter.db.database import Database, Role
+from charter.tlog import store as log_store
 from charter.tlog.config import LogSettings
 from charter.tlog.errors import (
     CheckpointUntrusted,
@@ -216,5 +215,4 @@ def log_check(
 
 def _chain(database: Database, process_id: str) -> list[ChainEvent]:
     with database.connection(Role.READER) as conn:
-        rows = conn.execute(query("log_chain_of"), {"process_id": process_id}).fetchall()
-    return [ChainEvent(cast(int, r[0]), str(r[1]), cast("datetime | None", r[2])) for r in rows]
+        return [ChainEvent(*row) for row in log_store.chain_of(conn, process_id)]

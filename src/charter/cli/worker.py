@@ -29,9 +29,9 @@ from charter.cli.options import (
 )
 from charter.core.config import Settings
 from charter.core.errors import CharterError, ConfigurationError
+from charter.core.metrics import REGISTRY
 from charter.db.database import Database
 from charter.db.embedded import database_url
-from charter.engine.metrics import REGISTRY
 from charter.engine.process_event import Engine
 from charter.firing.keys import verified_secret
 from charter.firing.worker import AutomationWorker, WorkerSettings

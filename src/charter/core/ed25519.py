@@ -202,8 +202,9 @@ def _write_and_close(fd: int, data: bytes) -> None:
         os.fsync(handle.fileno())
 
 
-def read_secret_key_file(path: str | os.PathLike[str]) -> SecretKey:
-    """Read a key file: 64 lowercase hex and an optional newline, private to its owner."""
+def read_private_file(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The first `limit` bytes of a secret file (a key), which must be a regular file
+    private to its owner: KeyFileError says what is wrong and never echoes the content."""
     try:
         # O_NONBLOCK: a FIFO planted at the path must not hang us.
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -220,9 +221,14 @@ def read_secret_key_file(path: str | os.PathLike[str]) -> SecretKey:
                 f"key file {os.fspath(path)} is accessible by group or others "
                 f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {os.fspath(path)}"
             )
-        data = os.read(fd, 80)  # a valid file is 64 or 65 bytes
+        return os.read(fd, limit)
     finally:
         os.close(fd)
+
+
+def read_secret_key_file(path: str | os.PathLike[str]) -> SecretKey:
+    """Read a key file: 64 lowercase hex and an optional newline, private to its owner."""
+    data = read_private_file(path, 80)  # a valid file is 64 or 65 bytes
     text = data[:-1] if data.endswith(b"\n") else data
     try:
         return SecretKey.from_hex(text.decode("ascii"))

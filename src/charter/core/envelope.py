@@ -12,7 +12,7 @@ from dataclasses import InitVar, dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from charter.core import ijson
+from charter.core import identifiers, ijson
 from charter.core.canonical import canonical_bytes, sha256_hex
 from charter.core.canonical_fast import parse_canonical
 from charter.core.ed25519 import SecretKey, verify
@@ -22,9 +22,9 @@ from charter.core.timefmt import TimeFormatError, parse_rfc3339
 
 MAX_INPUT_BYTES = 256 * 1024  # canonical size of `input`
 
-_NAME = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
-_NAME_RE = re.compile(_NAME)
-_PATH_RE = re.compile(rf"{_NAME}(?:/{_NAME})*")
+_NAME_RE = identifiers.NAME
+_NAME = _NAME_RE.pattern
+_PATH_RE = identifiers.WORKFLOW_PATH
 _HEX64_RE = re.compile(r"[0-9a-f]{64}")
 _SIGNATURE_RE = re.compile(r"[0-9a-f]{128}")
 

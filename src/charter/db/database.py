@@ -88,9 +88,9 @@ def pipelined_transaction(conn: Conn) -> Iterator[psycopg.Pipeline]:
     """One transaction in pipeline mode that costs no round trip of its own.
 
     `conn.transaction()` inside a pipeline opens nested pipeline blocks, each of which
-    waits for the server when it opens or closes. Traced with libpq, one event's
-    transaction waited four times (BEGIN, the reads, the writes, the COMMIT) where two
-    are needed. Here BEGIN travels with the first statement (psycopg sends it unasked
+    waits for the server when it opens or closes: one event's transaction would wait
+    four times (BEGIN, the reads, the writes, the COMMIT) where two are needed.
+    Here BEGIN travels with the first statement (psycopg sends it unasked
     outside autocommit) and COMMIT with the last writes, answered by one Sync, which is
     also the server's last message (see `answered`). Use the pipeline's `sync` for the
     reads whose results the transaction needs; savepoints inside still work

@@ -214,3 +214,9 @@ def status(conn: psycopg.Connection[tuple[object, ...]]) -> list[MigrationStatus
     for version, row in sorted(recorded.items()):
         result.append(MigrationStatus(version, str(row[1]), cast(datetime, row[3]), None, False))
     return result
+
+
+def schema_version(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    """The latest applied migration (0 when none is): a health check's one query."""
+    row = conn.execute(query("health")).fetchone()
+    return int(cast(int, row[0])) if row else 0

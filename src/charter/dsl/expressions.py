@@ -1,6 +1,6 @@
 """Conditions and template expressions (docs/dsl.md): parsed once, evaluated purely.
 
-The language, and the decisions §4.1 leaves open:
+The language in full (docs/dsl.md#conditions is the summary for workflow authors):
 
 - Literals: `'text'` (`''` is a quote), numbers (`12`, `1.5`, `2e3`; integers within
   ±(2^53 - 1), floats finite; `-` directly before a number makes it negative; there is

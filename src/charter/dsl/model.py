@@ -7,7 +7,6 @@ roles, schedule targets and cancel ids all exist, expressions and templates are 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -15,6 +14,7 @@ from typing import Literal
 
 from jsonschema import Draft202012Validator
 
+from charter.core import identifiers
 from charter.core.errors import InvalidInput, UnknownAction
 from charter.core.jsontypes import JsonValue
 from charter.dsl.expressions import Expression
@@ -24,10 +24,9 @@ DSL_VERSION = 2
 AUTOMATION = "AUTOMATION"
 """The role held only by the automation actor."""
 ANY_STATE = "*"
-_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
-NAME_PATTERN = re.compile(_SEGMENT)
+NAME_PATTERN = identifiers.NAME
 """Action, state, role and schedule names; also process ids (docs/wire-format.md)."""
-WORKFLOW_PATH_PATTERN = re.compile(rf"{_SEGMENT}(/{_SEGMENT})*")
+WORKFLOW_PATH_PATTERN = identifiers.WORKFLOW_PATH
 
 ActionType = Literal["create", "transition", "update"]
 ACTION_TYPES: tuple[ActionType, ...] = ("create", "transition", "update")

@@ -10,7 +10,6 @@ directly, as `charter up` registering the automation actor).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +18,7 @@ from typing import Any, cast
 import psycopg
 from psycopg.types.json import Jsonb
 
+from charter.core import identifiers
 from charter.core.ed25519 import check_public_key
 from charter.core.errors import AutomationRolesFixed, Duplicate, Forbidden, Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -28,8 +28,8 @@ from charter.db.queries import query
 from charter.engine.records import AUTOMATION_ACTOR_ID, AUTOMATION_ROLE
 
 Conn = psycopg.Connection[tuple[Any, ...]]
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
-_ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_ID = identifiers.PRINCIPAL
+_ROLE = identifiers.NAME
 
 
 @dataclass(frozen=True)

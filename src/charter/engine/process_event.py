@@ -34,11 +34,11 @@ from charter.core.errors import (
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Conn, Database, Role, Sync, act_as, pipelined_transaction
+from charter.db.hint_sender import HintSender
+from charter.db.hints import Hint, hint, send_hints
 from charter.dsl.durations import format_duration
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
-from charter.engine.hint_sender import HintSender
-from charter.engine.hints import Hint, hint, send_hints
 from charter.engine.provenance import already_fired, refuse_if_fired, work_ref, work_row_for
 from charter.engine.records import ActorContext, ProcessView, StoredEvent
 from charter.engine.registry import Registry

@@ -19,9 +19,9 @@ from charter.core.ijson import loads
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339, parse_rfc3339
 from charter.db.database import Sync, answered
+from charter.db.hints import Hint
 from charter.db.payloads import dumps_payload
 from charter.db.queries import query
-from charter.engine.hints import Hint
 from charter.engine.records import ProcessView, StoredEvent
 from charter.engine.work import SCHEDULED_ACTION, QueueRow, ScheduledRow, WorkRow
 

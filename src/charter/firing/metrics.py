@@ -9,7 +9,7 @@ from datetime import datetime
 
 from prometheus_client import Counter, Histogram
 
-from charter.engine.metrics import REGISTRY
+from charter.core.metrics import REGISTRY
 from charter.firing.outcomes import FireResult, Outcome
 
 FIRES = Counter(

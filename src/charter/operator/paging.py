@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from charter.core import identifiers
 from charter.core.decimal import parse_decimal
 from charter.core.errors import Malformed
 from charter.core.timefmt import parse_rfc3339
@@ -21,7 +22,7 @@ MAX_LIMIT = 500
 # Process ids (charter.processes_id_check). `_` is one of their characters and a LIKE
 # wildcard too, so a prefix is escaped before it becomes a pattern; `%` and `\` cannot
 # be in an id, so a `q` holding them is refused.
-_ID_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_ID_PREFIX = identifiers.NAME
 _LIKE_SPECIAL = re.compile(r"([\\%_])")
 
 

@@ -242,3 +242,11 @@ def machines_seen(conn: Conn, *, principal: str, everyone: bool, now: datetime |
 
 def _time(moment: datetime | None) -> str | None:
     return format_rfc3339(moment) if moment is not None else None
+
+
+def live_state(conn: Conn) -> tuple[object, ...]:
+    """The figures /metrics reports of the database: work due, claimed and pending, and
+    the machines seen (one row, in the order of the `live_state` query)."""
+    row = conn.execute(query("live_state")).fetchone()
+    assert row is not None
+    return tuple(row)

@@ -6,12 +6,7 @@ them like any other error. The docstring is the default message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from charter.core.errors import CharterError
-
-if TYPE_CHECKING:
-    from charter.tlog.note import Note
 
 
 class TlogError(CharterError):
@@ -70,14 +65,6 @@ class BadNoteSignature(TlogError):
 
     code = "note_bad_signature"
     http_status = 403
-
-
-class UnverifiedNote(TlogError):
-    """The note has no valid signature from a known key."""
-
-    code = "note_unverified"
-    http_status = 403
-    note: Note | None = None  # the parsed note, for callers that report its signers
 
 
 class MalformedCheckpoint(TlogError):

@@ -16,7 +16,7 @@ from collections.abc import Iterator, MutableSequence
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from charter.engine.metrics import REGISTRY
+from charter.core.metrics import REGISTRY
 from charter.tlog.errors import DbBehindLog, LogBehindDb, LogBehindWitness, LogGap, LogQueueForged
 
 # The `reason` label of charter_log_halted: a halt is stored as 1 + its index here.

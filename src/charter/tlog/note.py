@@ -26,14 +26,14 @@ from charter.tlog.errors import (
     BadNoteSignature,
     MalformedKey,
     MalformedNote,
-    UnverifiedNote,
+    TlogError,
 )
 
 ED25519 = 0x01
 """Signature type of plain Ed25519 note signatures (log keys)."""
 
 MAX_SIGNATURES = 100
-"""More signature lines than this make a note malformed (the spec requires >= 16; Go 100)."""
+"""More signature lines than this make a note malformed (signed-note requires >= 16; Go 100)."""
 
 _SIG_PREFIX = "— "
 
@@ -277,6 +277,14 @@ class Note:
 
     text: str
     signatures: tuple[Signature, ...]
+
+
+class UnverifiedNote(TlogError):
+    """The note has no valid signature from a known key."""
+
+    code = "note_unverified"
+    http_status = 403
+    note: Note | None = None  # the parsed note, for callers that report its signers
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,9 +27,8 @@ from charter.tlog.errors import (
     CheckpointUntrusted,
     MalformedKey,
     MalformedPolicy,
-    UnverifiedNote,
 )
-from charter.tlog.note import Ed25519Verifier
+from charter.tlog.note import Ed25519Verifier, UnverifiedNote
 
 NONE = "none"
 LOCAL_WITNESS_SCHEME = "file:"
@@ -117,7 +116,7 @@ def _check_octets(data: bytes) -> None:
 
 
 def parse_policy(data: bytes | str) -> Policy:
-    """Parse a tlog-policy file; any violation of the spec raises `MalformedPolicy`."""
+    """Parse a tlog-policy file; any violation of tlog-policy raises `MalformedPolicy`."""
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     _check_octets(raw)
     text = raw.decode("utf-8", "surrogateescape")  # non-ASCII stays opaque octets

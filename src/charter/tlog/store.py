@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import cast
 
 from psycopg.types.json import Jsonb
@@ -121,3 +122,9 @@ def checkpoint_note(conn: Conn, size: int) -> bytes | None:
     """The signed checkpoint the sequencer recorded for a tree size, or None."""
     row = conn.execute(query("log_checkpoint_note"), {"size": size}).fetchone()
     return None if row is None else str(row[0]).encode()
+
+
+def chain_of(conn: Conn, process_id: str) -> list[tuple[int, str, datetime | None]]:
+    """(seq, hash, received_at) of a process's events, in order."""
+    rows = conn.execute(query("log_chain_of"), {"process_id": process_id}).fetchall()
+    return [(cast(int, r[0]), str(r[1]), cast("datetime | None", r[2])) for r in rows]

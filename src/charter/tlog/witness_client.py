@@ -30,7 +30,7 @@ As Tessera's witness gateway does:
 
 Each witness gets `timeout` seconds in all: one that is down, slow or refuses costs its
 cosignature, never the call. Pass a long-lived `httpx.AsyncClient` to keep connections
-alive between checkpoints, as the spec recommends. `routes` gives a witness (by policy
+alive between checkpoints, as tlog-witness recommends. `routes` gives a witness (by policy
 name) a client and submission prefix of its own instead: a witness reached in process.
 """
 

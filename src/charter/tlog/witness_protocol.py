@@ -4,7 +4,7 @@
     409 Conflict, Content-Type text/x.tlog.size  body: `<latest size>\\n`
     GET <monitoring prefix>/<sha256 hex(origin)>/checkpoint
 
-Pure: no I/O. Parsing is strict, as the spec words it: every line ends in a newline, the
+Pure: no I/O. Parsing is strict, as tlog-witness words it: every line ends in a newline, the
 size is a decimal without leading zeros, at most 63 proof lines of one base64 hash each.
 """
 
@@ -84,7 +84,7 @@ class AddCheckpoint:
 
     @classmethod
     def parse(cls, body: bytes) -> AddCheckpoint:
-        """Parse a request body; any deviation from the spec raises `MalformedWitnessRequest`.
+        """Parse a request body; any deviation from tlog-witness raises `MalformedWitnessRequest`.
         The note itself is checked later, by whoever opens it."""
         head, sep, note = body.partition(b"\n\n")
         if not sep:

@@ -13,14 +13,12 @@ The state directory holds by default:
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from charter.core.clock import Clock
-from charter.core.ed25519 import write_private_file
+from charter.core.ed25519 import read_private_file, write_private_file
 from charter.core.errors import KeyFileError
 from charter.tlog.checkpoint import Cosigner
 from charter.tlog.errors import MalformedKey, MalformedPolicy
@@ -93,25 +91,7 @@ def write_cosigner_key(path: Path, cosigner: Cosigner) -> None:
 
 def read_cosigner_key(path: Path, clock: Clock | None = None) -> Cosigner:
     """Read a witness secret key file, which must be private to its owner."""
-    try:
-        # O_NONBLOCK: a FIFO planted at the path must not hang us.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise KeyFileError(f"key file {path} does not exist") from None
-    except OSError as exc:
-        raise KeyFileError(f"cannot open key file {path}: {exc.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise KeyFileError(f"key file {path} is not a regular file")
-        if mode & 0o077:
-            raise KeyFileError(
-                f"key file {path} is accessible by group or others "
-                f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}"
-            )
-        data = os.read(fd, _MAX_KEY_FILE)
-    finally:
-        os.close(fd)
+    data = read_private_file(path, _MAX_KEY_FILE)
     try:
         return Cosigner.from_skey(data.decode("utf-8").strip(), clock)
     except (UnicodeDecodeError, MalformedKey):

@@ -1,6 +1,6 @@
 """add-checkpoint, as tlog-witness specifies it, without HTTP.
 
-The checks, in order (each refusal is an error with the spec's status):
+The checks, in order (each refusal is an error with tlog-witness's status):
 
 1. the body is `old <size>`, proof lines, an empty line and a signed note (else 400);
 2. the checkpoint's origin is a known log (else 404);
@@ -28,10 +28,9 @@ from charter.tlog.errors import (
     BadNoteSignature,
     CheckpointUntrusted,
     LogProofInvalid,
-    UnverifiedNote,
 )
 from charter.tlog.merkle import EMPTY_ROOT, verify_consistency
-from charter.tlog.note import Signature, b64encode, parse_note
+from charter.tlog.note import Signature, UnverifiedNote, b64encode, parse_note
 from charter.tlog.witness_protocol import AddCheckpoint, MalformedWitnessRequest
 from charter.witness.config import KnownLogs
 from charter.witness.errors import CheckpointEquivocation, SizeConflict, UnknownLog

@@ -11,6 +11,7 @@ import { workflowsPage, workflowPage } from "./page-workflows.js";
 import { automationsPage } from "./page-automations.js";
 import { runPage } from "./page-run.js";
 import { machinesPage } from "./page-machines.js";
+import { navigate } from "./navigation.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -59,12 +60,6 @@ function markNav(page) {
     if (current) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
-}
-
-export function navigate(path) {
-  history.pushState(null, "", path);
-  route();
-  window.scrollTo(0, 0);
 }
 
 // Same-origin links to console pages navigate in the page; others behave as usual.

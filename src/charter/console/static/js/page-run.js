@@ -2,8 +2,8 @@
 // not finished, Retry for a failed one (runs:execute; a refusal is shown, not hidden).
 
 import { get, post } from "./api.js";
-import { navigate } from "./main.js";
 import { facts, h, json, table } from "./dom.js";
+import { navigate } from "./navigation.js";
 import { time } from "./format.js";
 import { section } from "./sections.js";
 

@@ -44,7 +44,7 @@ CODES = frozenset(
         "provenance_undeclared",
         "provenance_duplicate",
         "provenance_inconsistent",
-        # Checks against a transparency-log mirror (charter.tlog.audit).
+        # Checks against a transparency-log mirror (charter.audit.log_check).
         "log_truncated",
         "log_fork",
         "not_logged",

@@ -2,10 +2,10 @@
 
 PostgreSQL queues notifications at commit under one global lock, held until the commit
 record is flushed, so transactions that notify cannot share a WAL flush (group commit)
-with one another. Measured on this machine (bench/notify.py): small write transactions
-from 8 connections commit about 2,300/s, but about 850/s with a NOTIFY in each. So the
+with one another: under concurrency a NOTIFY in each small write transaction costs a
+large part of the commit rate (bench/notify.py; figures in bench/RESULTS.md). So the
 engine collects its hints while it writes and sends them after the COMMIT, in a
-transaction of their own that writes nothing and so needs no flush (about 9,000/s).
+transaction of their own that writes nothing and so needs no flush.
 
 Hints are hints (docs/automation.md): the tables are the truth. One lost between the COMMIT and
 its hint (a crash, the connection dropping) costs latency, not work — the worker's safety

@@ -15,19 +15,19 @@ from typing import Any
 
 import psycopg
 
+from charter.audit.bundle import bundle_json, evidence_from_bundle
+from charter.audit.bundle_log import BundleTrust, check_bundle_log, logged_member
+from charter.audit.evidence import ActorKey, EventRow, Evidence, Problem, VerificationReport
+from charter.audit.genesis import MAX_CAUSE_DEPTH
+from charter.audit.verify_evidence import verify_evidence
 from charter.core import ijson
 from charter.core.errors import Malformed, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.db.queries import query
-from charter.engine.bundle import bundle_json, evidence_from_bundle
-from charter.engine.evidence import ActorKey, EventRow, Evidence, Problem, VerificationReport
-from charter.engine.genesis import MAX_CAUSE_DEPTH
 from charter.engine.records import AUTOMATION_ACTOR_ID, ProcessView
 from charter.engine.store import Store
-from charter.engine.verify import verify_evidence
-from charter.tlog.bundle_log import BundleTrust, check_bundle_log, logged_member
 from charter.tlog.logdir import LogDirectory
 
 __all__ = [

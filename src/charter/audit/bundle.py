@@ -10,7 +10,7 @@ verifier's job. `actors` is always written but optional when read: bundles expor
 before it existed stay readable (their automated events then need pinned keys).
 
 A deployment with a transparency log exports `charter-export/2`: the same members plus
-`log`, the C2SP tlog-proof of the last logged event (`charter.tlog.bundle_log` builds and
+`log`, the C2SP tlog-proof of the last logged event (`charter.audit.bundle_log` builds and
 checks it). Without a log the bundle stays `charter-export/1`, byte for byte as before.
 """
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from charter.audit.evidence import ActorKey, EventRow, Evidence
 from charter.core import ijson
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
-from charter.engine.evidence import ActorKey, EventRow, Evidence
 from charter.engine.records import AUTOMATION_ACTOR_ID, ProcessView
 
 FORMAT = "charter-export/1"
@@ -89,7 +89,7 @@ def evidence_from_bundle(bundle: JsonValue) -> Evidence:
     if top.value.get("format") not in FORMATS:
         raise Malformed(f"bundle.format must be {FORMAT!r} or {FORMAT_LOGGED!r}")
     if top.value.get("format") == FORMAT_LOGGED:
-        top.get("log")  # its shape is checked with the log proof (charter.tlog.bundle_log)
+        top.get("log")  # its shape is checked with the log proof (charter.audit.bundle_log)
     events_value = top.value.get("events")
     if not isinstance(events_value, list):
         raise Malformed("bundle.events must be an array")

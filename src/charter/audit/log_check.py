@@ -22,8 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from charter.audit.evidence import Problem
 from charter.core.jsontypes import JsonObject
-from charter.engine.evidence import Problem
 from charter.tlog.checkpoint import Checkpoint, open_checkpoint
 from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.errors import LogNotConfigured, LogProofInvalid, TlogError, WitnessUnreachable

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from charter.audit.evidence import EventRow, Evidence, Problem, parse_envelope, short
 from charter.core.canonical import sha256_hex
 from charter.core.envelope import Envelope, Submission, check_genesis
 from charter.core.errors import BadSignature, Malformed
-from charter.engine.evidence import EventRow, Evidence, Problem, parse_envelope, short
 
 MAX_CAUSE_DEPTH = 16  # well beyond the engine's spawn depth; a loop of causes stops here
 

@@ -27,11 +27,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from charter.audit.evidence import EventRow, Evidence, Problem, short
 from charter.core.canonical import sha256_hex
 from charter.core.envelope import Envelope
 from charter.core.jsontypes import JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
-from charter.engine.evidence import EventRow, Evidence, Problem, short
 from charter.engine.records import AUTOMATION_ACTOR_ID
 from charter.engine.rules import has_automation_meta
 from charter.engine.work import AUTO_ACTION, SCHEDULED_ACTION

@@ -16,9 +16,9 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 
+from charter.audit.evidence import VerificationReport
+from charter.audit.verify_stored import verify_process
 from charter.db.database import Database
-from charter.engine.evidence import VerificationReport
-from charter.engine.verification import verify_process
 
 # Small enough that results (and a progress bar) keep flowing, large enough that the
 # round trip to a worker is a small share of a chunk.

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from charter.audit.evidence import Evidence, Problem, short
 from charter.core.canonical import canonical_bytes
 from charter.core.envelope import Envelope
 from charter.core.errors import CharterError, Malformed
 from charter.core.jsontypes import JsonValue
 from charter.dsl.model import Workflow
 from charter.dsl.validate import load_workflow
-from charter.engine.evidence import Evidence, Problem, short
 from charter.engine.records import ActorContext, ProcessView
 from charter.engine.rules import decide
 

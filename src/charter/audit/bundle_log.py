@@ -24,12 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import cast
 
+from charter.audit.evidence import EventRow, Evidence, Problem
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
 from charter.db.database import Conn
 from charter.db.queries import query
-from charter.engine.evidence import EventRow, Evidence, Problem
 from charter.tlog.checkpoint import Checkpoint, open_checkpoint
 from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.errors import (

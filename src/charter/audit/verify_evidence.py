@@ -12,15 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from charter.core import ijson
-from charter.core.canonical import canonical_bytes, sha256_hex
-from charter.core.canonical_fast import encodes_to
-from charter.core.ed25519 import verify
-from charter.core.envelope import Envelope
-from charter.core.errors import Malformed
-from charter.dsl.canonical import version_hash
-from charter.engine.automated import check_automated_events
-from charter.engine.evidence import (
+from charter.audit.automated import check_automated_events
+from charter.audit.evidence import (
     EventRow,
     Evidence,
     Problem,
@@ -28,9 +21,16 @@ from charter.engine.evidence import (
     parse_envelope,
     short,
 )
-from charter.engine.genesis import check_spawn_genesis
+from charter.audit.genesis import check_spawn_genesis
+from charter.audit.replay import replay
+from charter.core import ijson
+from charter.core.canonical import canonical_bytes, sha256_hex
+from charter.core.canonical_fast import encodes_to
+from charter.core.ed25519 import verify
+from charter.core.envelope import Envelope
+from charter.core.errors import Malformed
+from charter.dsl.canonical import version_hash
 from charter.engine.records import ProcessView
-from charter.engine.replay import replay
 
 
 def verify_evidence(

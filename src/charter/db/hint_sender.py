@@ -2,9 +2,9 @@
 committed what they announce.
 
 `send_hints` after the COMMIT costs the committing thread one more transaction (BEGIN,
-the NOTIFY, COMMIT: a round trip it waits for). Sampled with py-spy under eight
-concurrent `POST /v1/events` clients, that was a quarter of each submission's time in
-the engine. A `HintSender` takes the hints instead, so the answer goes out after the
+the NOTIFY, COMMIT: a round trip it waits for). Under concurrent `POST /v1/events`
+clients that is a large share of each submission's time in the engine (bench/RESULTS.md
+has the figure). A `HintSender` takes the hints instead, so the answer goes out after the
 event's own COMMIT, and its thread sends whatever has accumulated meanwhile in one
 statement: under load, many requests' hints share a transaction.
 
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Sequence
 
 from charter.db.database import Database, Role
-from charter.engine.hints import Hint, send_hints
+from charter.db.hints import Hint, send_hints
 
 log = logging.getLogger(__name__)
 
