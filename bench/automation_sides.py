@@ -34,7 +34,6 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 import automation_tasks
-from charter.automation.worker import WorkerSettings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -42,6 +41,7 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.engine import actors
 from charter.engine.process_event import Engine
+from charter.firing.worker import WorkerSettings
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 CHARTER_DEFAULTS = WorkerSettings()

@@ -39,7 +39,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import uvicorn
@@ -47,16 +47,20 @@ from psycopg.types.json import Jsonb
 
 from charter.api.app import create_app
 from charter.auth.tokens import create_token
-from charter.automations.actions import ActionCall, ActionRegistry
-from charter.automations.executor import ExecutorOptions, RunExecutor
 from charter.automations.ledger import admit_run
-from charter.automations.machine_client import ClaimedRun, MachineClient, register_machine
 from charter.automations.webhooks import sign
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Database, Role, connect
+from charter.machine.actions import ActionCall
+from charter.machine.client import ClaimedRun, MachineClient, register_machine
+from charter.machine.executor import ExecutorOptions, RunExecutor
+from charter.machine.registry import ActionRegistry
+from charter.sdk.protocol import Call
 from common import percentiles, print_results, scratch_database
+
+T = TypeVar("T")
 
 PRINCIPAL = "bench"
 SECRET = "whsec_" + base64.b64encode(b"bench secret, thirty-two bytes!!").decode()
@@ -142,9 +146,9 @@ class CountingClient(MachineClient):
         self.completed = 0
         self.finished = asyncio.Event()  # set after each completion
 
-    async def _request(self, *args: Any, **kwargs: Any) -> httpx.Response:
+    async def _send(self, call: Call[T], *, extra: float = 0.0) -> T:
         self.requests += 1
-        return await super()._request(*args, **kwargs)
+        return await super()._send(call, extra=extra)
 
     async def finish(self, *args: Any, **kwargs: Any) -> ClaimedRun | None:
         handed = await super().finish(*args, **kwargs)

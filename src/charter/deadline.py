@@ -13,7 +13,7 @@ likes. Charter's clients bound the whole call instead, like a browser's
   operation running when the deadline passes times out.
 
 Either way the call raises `DeadlineExceeded`, an `httpx.TimeoutException`: code that
-classifies httpx's errors (`executor.transient_failure`, the clients' ApiTimeout) keeps
+classifies httpx's errors (`failures.transient_failure`, the clients' ApiTimeout) keeps
 treating it as a timeout. A client handed in by the caller (a test's ASGI client) keeps
 its own transport, and only the async deadline applies to it.
 """

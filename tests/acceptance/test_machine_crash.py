@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from psycopg.types.json import Jsonb
 
-from charter.automations.leases import idempotency_key
+from charter.automations.journal import idempotency_key
 from charter.automations.ledger import admit_run
 from charter.core.crashpoints import ENVIRONMENT_VARIABLE, STEP_RETURNED_BEFORE_JOURNAL
 from charter.db.database import Role, connect

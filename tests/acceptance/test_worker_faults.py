@@ -296,7 +296,7 @@ def test_a_notification_lost_on_a_wedged_listener_is_fired_by_the_sweep(
 # instead of dying, exactly as SIGSTOP from outside would freeze it in that window.
 PAUSE_AFTER_FIRING = """
 import os, signal
-import charter.automation.firing as firing
+import charter.firing.batch as firing
 _paused = []
 def _pause(name):
     if name == firing.FIRED_BEFORE_BOOKKEEPING and not _paused:
@@ -373,7 +373,7 @@ def test_a_batch_never_waits_for_a_locked_process_it_skips_its_rows(
 # so the test can send SIGTERM while the batch is under way.
 HOLD_AFTER_FIRING = """
 import sys, time
-import charter.automation.firing as firing
+import charter.firing.batch as firing
 _held = []
 def _hold(name):
     if name == firing.FIRED_BEFORE_BOOKKEEPING and not _held:

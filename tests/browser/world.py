@@ -8,15 +8,15 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Firer
-from charter.automation.outcomes import Outcome
 from charter.core.clock import FakeClock
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database, Role, connect
 from charter.engine import actors
+from charter.firing.batch import Firer
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.outcomes import Outcome
 from tests.integration.apikit import Harness, bearer
 from tests.integration.machinekit import Machine, admit, create_automation, register
 from tests.integration.test_verification import HASH_CHECK

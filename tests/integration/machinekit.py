@@ -14,12 +14,12 @@ from psycopg.types.json import Jsonb
 
 from charter.automations.dpop import make_proof, public_jwk
 from charter.automations.ledger import RunRecord, StepRecord, admit_run, run_steps
-from charter.automations.machine_client import MachineClient
 from charter.core.clock import FakeClock
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Database, Role, connect
+from charter.machine.client import MachineClient
 from tests.integration.apikit import Harness, bearer, make_harness
 
 ORIGIN = "http://testserver"

@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from charter.api.limits import MAX_BODY_BYTES
-from charter.automation.bookkeeping import Bookkeeping
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission, sign
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database, Role
 from charter.engine.work import fired_input
+from charter.firing.bookkeeping import Bookkeeping
 from tests.integration.apikit import OTHER, Harness, dumps, make_harness, new_id
 
 Request = Callable[[], httpx.Response]

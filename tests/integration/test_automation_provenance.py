@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 from psycopg.rows import dict_row
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.outcomes import Outcome
 from charter.core.envelope import Submission, verify_submission
 from charter.core.errors import CharterError, LeaseLost, ReservedField, WrongState
 from charter.core.timefmt import parse_rfc3339
@@ -21,6 +19,8 @@ from charter.db.database import Database, Role
 from charter.db.errors import translated
 from charter.engine.process_event import Reads
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow, fired_input
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.outcomes import Outcome
 from tests.integration.world import (
     ONBOARDING,
     World,

@@ -11,15 +11,15 @@ from typing import Any, cast
 
 import pytest
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Firer
-from charter.automation.outcomes import FiringPolicy, Outcome
-from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.core.clock import FakeClock
 from charter.core.errors import NotDue
 from charter.db.database import Database, Role
 from charter.engine import metrics
 from charter.engine.process_event import Engine, Reads
+from charter.firing.batch import Firer
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.outcomes import FiringPolicy, Outcome
+from charter.firing.worker import AutomationWorker, WorkerSettings
 from tests.integration.world import World, new_process_id, scratch_database
 
 PINGPONG = "tests/semantics/pingpong"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from charter.automations.control import AutomationPaused, InvalidAutomation, InvalidWebhook, NoPlan
 from charter.automations.cron import InvalidSchedule
+from charter.automations.errors import AutomationPaused, InvalidAutomation, InvalidWebhook, NoPlan
 from charter.automations.plan import InvalidPlan
 from charter.core.errors import Forbidden, Malformed, NotFound, Unauthorized
 from charter.db.database import Database, connect

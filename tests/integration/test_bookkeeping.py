@@ -15,11 +15,11 @@ import pytest
 from psycopg.rows import dict_row
 
 from charter.auth.tokens import create_token
-from charter.automation.bookkeeping import Bookkeeping
 from charter.core.errors import CharterError, IntegrityViolation, LeaseLost, PermissionDenied
 from charter.db.database import Database, Role, connect
 from charter.db.queries import query
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow
+from charter.firing.bookkeeping import Bookkeeping
 from tests.integration.world import World, new_process_id, scratch_database
 
 MANY = "tests/many"

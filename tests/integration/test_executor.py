@@ -16,29 +16,7 @@ import httpx
 import pytest
 
 from charter import deadline
-from charter.automations.actions import (
-    ActionCall,
-    ActionCancelled,
-    ActionFailed,
-    ActionRegistry,
-    ActionTransient,
-    CharterSubmitAction,
-    HttpRequestAction,
-    TargetAnswered,
-    UnknownActionHost,
-    default_registry,
-    retry_after,
-)
-from charter.automations.executor import (
-    ExecutorOptions,
-    Outcome,
-    RunExecutor,
-    plan_from_snapshot,
-    service_unavailable,
-    transient_failure,
-)
-from charter.automations.leases import idempotency_key
-from charter.automations.machine_client import ClaimedRun, JournalEntry, MachineClient
+from charter.automations.journal import idempotency_key
 from charter.automations.plan import InvalidPlan
 from charter.core.config import Settings
 from charter.core.ed25519 import write_secret_key_file
@@ -51,6 +29,20 @@ from charter.core.errors import (
 )
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Database
+from charter.machine.actions import (
+    ActionCall,
+    ActionCancelled,
+    ActionFailed,
+    ActionTransient,
+    TargetAnswered,
+    retry_after,
+)
+from charter.machine.charter_submit import CharterSubmitAction
+from charter.machine.client import ClaimedRun, JournalEntry, MachineClient
+from charter.machine.executor import ExecutorOptions, Outcome, RunExecutor, plan_from_snapshot
+from charter.machine.failures import service_unavailable, transient_failure
+from charter.machine.http_request import HttpRequestAction
+from charter.machine.registry import ActionRegistry, UnknownActionHost, default_registry
 from charter.sdk import ApiUnavailable, AsyncClient, Client
 from charter.sdk.protocol import NO_RETRY
 from tests.integration.apikit import ERRANDS, Harness

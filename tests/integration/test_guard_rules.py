@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 
 from charter.audit.verify_stored import verify_process
-from charter.automation.keys import ensure_automation_actor
 from charter.core.config import Settings
 from charter.core.envelope import Submission
 from charter.core.errors import BadSignature
 from charter.db.database import Database, Role, connect
 from charter.db.migrate import migrate
+from charter.firing.keys import ensure_automation_actor
 from tests.integration.world import ONBOARDING, World, new_process_id, onboarding_definition
 
 SOURCE = Path(__file__).resolve().parents[2] / "src"

@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from charter.api.app import create_app
 from charter.automations.dpop import public_jwk
-from charter.automations.leases import MAX_RETRY_DELAY_SECONDS, idempotency_key
-from charter.automations.machine_client import MachineClient
+from charter.automations.journal import idempotency_key
+from charter.automations.leases import MAX_RETRY_DELAY_SECONDS
 from charter.core.clock import FakeClock
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
@@ -27,6 +27,7 @@ from charter.core.jsontypes import JsonValue
 from charter.core.timefmt import parse_rfc3339
 from charter.db.database import Database, connect
 from charter.engine.process_event import Engine
+from charter.machine.client import MachineClient
 from tests.integration.apikit import Harness, bearer
 from tests.integration.machinekit import (
     ORIGIN,

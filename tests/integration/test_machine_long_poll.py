@@ -22,15 +22,16 @@ import httpx
 import pytest
 
 from charter.api.state import Services
-from charter.automations.actions import ActionCall, ActionRegistry
 from charter.automations.admission import fire_due_crons
-from charter.automations.executor import ExecutorOptions, Outcome, RunExecutor
-from charter.automations.machine_client import MachineClient
 from charter.automations.wakeups import RunWakeups
 from charter.automations.webhooks import sign
 from charter.core.jsontypes import JsonValue
 from charter.core.timefmt import parse_rfc3339
 from charter.db.database import Database, Role, connect
+from charter.machine.actions import ActionCall
+from charter.machine.client import MachineClient
+from charter.machine.executor import ExecutorOptions, Outcome, RunExecutor
+from charter.machine.registry import ActionRegistry
 from tests.integration.apikit import Harness, bearer
 from tests.integration.machinekit import (
     ORIGIN,

@@ -21,7 +21,6 @@ from charter.api.app import create_app
 from charter.audit.evidence import CODES, VerificationReport
 from charter.audit.verify_stored import export_bundle, verify_bundle, verify_process
 from charter.auth.tokens import create_token
-from charter.automation.outcomes import Outcome
 from charter.cli.main import app as cli
 from charter.core import ijson
 from charter.core.config import Settings
@@ -31,6 +30,7 @@ from charter.db.database import Database, Role, connect
 from charter.engine import actors
 from charter.engine.process_event import Reads
 from charter.engine.rules import has_automation_meta
+from charter.firing.outcomes import Outcome
 from tests.integration.world import World, new_process_id
 from tests.unit.chains import AUTOMATED_CHILD_PATH, AUTOMATED_PATH, DEFINITIONS
 

@@ -13,9 +13,15 @@ from typing import Any, cast
 import psycopg
 import pytest
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Firer
-from charter.automation.outcomes import (
+from charter.core.clock import FakeClock
+from charter.core.errors import Duplicate, StalePrev
+from charter.db.database import Database, Role
+from charter.engine.process_event import SUBMISSION_CODES, Reads
+from charter.engine.store import Store
+from charter.engine.work import QueueRow, ScheduledRow, WorkRow
+from charter.firing.batch import Firer
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.outcomes import (
     BUSINESS_SKIPS,
     KEY_FAILURES,
     TRANSIENT,
@@ -25,12 +31,6 @@ from charter.automation.outcomes import (
     classify,
     record_result,
 )
-from charter.core.clock import FakeClock
-from charter.core.errors import Duplicate, StalePrev
-from charter.db.database import Database, Role
-from charter.engine.process_event import SUBMISSION_CODES, Reads
-from charter.engine.store import Store
-from charter.engine.work import QueueRow, ScheduledRow, WorkRow
 from tests.integration.world import (
     ONBOARDING,
     World,

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from charter.automations.machine_client import MachineClient
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import DatabaseUnavailable
+from charter.machine.client import MachineClient
 from charter.sdk import RetryPolicy, UnexpectedStatus
 from charter.sdk.protocol import NO_RETRY, retry_after
 from tests.sdkclients import KINDS, connect

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from charter.automation.firing import Firer
-from charter.automation.keys import ensure_automation_actor
 from charter.cli import main as cli_main
 from charter.cli import remote
 from charter.core.config import Settings
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
+from charter.firing.batch import Firer
+from charter.firing.keys import ensure_automation_actor
 from tests.integration.apikit import Harness, make_harness
 
 FIRED = "ops/fired-timers"

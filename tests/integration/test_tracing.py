@@ -18,14 +18,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
-from charter.automations.actions import ActionRegistry, HttpRequestAction
 from charter.automations.admission import fire_due_crons
-from charter.automations.executor import ExecutorOptions, Outcome, RunExecutor
 from charter.automations.webhooks import sign as webhook_signature
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonValue
 from charter.core.metrics import REGISTRY
 from charter.db.database import Database, Role, connect
+from charter.machine.executor import ExecutorOptions, Outcome, RunExecutor
+from charter.machine.http_request import HttpRequestAction
+from charter.machine.registry import ActionRegistry
 from charter.tracing import _exporter, configure_tracing
 from tests.integration.apikit import ERRANDS, Harness, new_id
 from tests.integration.liveserver import free_port

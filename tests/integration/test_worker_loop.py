@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.worker import AutomationWorker, PassResult, WorkerSettings
 from charter.core.clock import FakeClock
 from charter.db.database import Role, connect
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.worker import AutomationWorker, PassResult, WorkerSettings
 from tests.integration.world import World, new_process_id, scratch_database
 
 T = TypeVar("T")

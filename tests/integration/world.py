@@ -12,9 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import Firer
-from charter.automation.outcomes import FireResult
 from charter.core.clock import FakeClock
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, Submission, sign
@@ -24,6 +21,9 @@ from charter.db.database import Database, Role
 from charter.engine import actors
 from charter.engine.process_event import Accepted, Engine
 from charter.engine.work import ScheduledRow, WorkRow, fired_input
+from charter.firing.batch import Firer
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.outcomes import FireResult
 from tests.conftest import create_database, drop_database, unique_name
 
 ONBOARDING = "customer/retail/retail-customer"

@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from charter import deadline
-from charter.automations.executor import transient_failure
-from charter.automations.machine_client import MachineClient, register_machine
 from charter.core.ed25519 import SecretKey
+from charter.machine.client import MachineClient, register_machine
+from charter.machine.failures import transient_failure
 from charter.sdk import ApiTimeout, ApiUnavailable, Client
 from tests.sdkclients import KINDS, connect
 
@@ -157,7 +157,7 @@ def test_the_machine_client_gives_up_at_its_deadline(dripping: str) -> None:
 def test_registering_a_machine_gives_up_at_the_default_deadline(
     dripping: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("charter.automations.machine_client.DEFAULT_TIMEOUT", DEADLINE)
+    monkeypatch.setattr("charter.machine.client.DEFAULT_TIMEOUT", DEADLINE)
 
     def register() -> None:
         register_machine(dripping, "ch_x", SecretKey.generate(), target="t")

@@ -21,19 +21,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "tracing", "logs", "deadline", "console"),
     ("db", "dsl", "sdk", "apidocs"),
     ("engine", "tlog", "auth", "demo"),
-    ("audit", "automation", "automations", "operator", "witness"),
-    ("api",),
+    ("audit", "firing", "automations", "operator", "witness"),
+    ("api", "machine"),
     ("cli",),
     ("__main__",),
 )
 # (importer, imported) edges that break the order today, each to be removed: the test
 # fails when one is gone from the code, so the list only shrinks.
-KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("sdk", "automations"),  # UNSET and new_secret live in automations.control
-        ("automations", "sdk"),  # the machine client rides on the SDK's client
-    }
-)
+KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset()
 
 
 def _module_name(path: Path) -> str:

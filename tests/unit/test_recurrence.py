@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from charter.automation.recurrence import next_run_at
 from charter.engine.work import ScheduledRow
+from charter.firing.recurrence import next_run_at
 
 T0 = datetime(2026, 6, 18, 10, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -35,8 +35,8 @@ from charter.api.listing import listing
 from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
-from charter.automations import control
-from charter.automations.control import Control
+from charter.automations import checks, control
+from charter.automations.store import Conn, Control
 from charter.automations.wakeups import run_hints
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Role
@@ -66,8 +66,8 @@ Cursor = Annotated[
 Limit = Annotated[
     int,
     Query(
-        description=f"Items per page (1 to {control.MAX_PAGE}).",
-        json_schema_extra={"minimum": 1, "maximum": control.MAX_PAGE},
+        description=f"Items per page (1 to {checks.MAX_PAGE}).",
+        json_schema_extra={"minimum": 1, "maximum": checks.MAX_PAGE},
     ),
 ]
 AutomationId = Annotated[
@@ -79,10 +79,10 @@ _TRIGGER_MISSING = {
     404: "`not_found`: no such automation or trigger of the principal's (of anyone's, for `*`)."
 }
 
-_NAME = {"type": "string", "minLength": 1, "maxLength": control.MAX_NAME}
-_TARGET = {"type": "string", "pattern": f"^{control.TARGET.pattern}$"}
+_NAME = {"type": "string", "minLength": 1, "maxLength": checks.MAX_NAME}
+_TARGET = {"type": "string", "pattern": f"^{checks.TARGET.pattern}$"}
 _SECRET = {"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$"}
-_NULLABLE_TEXT = {"type": ["string", "null"], "minLength": 1, "maxLength": control.MAX_SOURCE}
+_NULLABLE_TEXT = {"type": ["string", "null"], "minLength": 1, "maxLength": checks.MAX_SOURCE}
 
 
 def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -103,7 +103,7 @@ UPDATE = request_body(
     _object({"name": _NAME, "target": _TARGET, "enabled": {"type": "boolean"}}),
     "The fields to change; absent keys stay as they are.",
 )
-_BUDGET = {"type": ["integer", "null"], "minimum": 1, "maximum": control.MAX_OCCURRENCES}
+_BUDGET = {"type": ["integer", "null"], "minimum": 1, "maximum": checks.MAX_OCCURRENCES}
 SCHEDULE = request_body(
     _object(
         {"cron": {"type": "string"}, "timezone": {"type": "string"}, "maxOccurrences": _BUDGET},
@@ -182,7 +182,7 @@ _INVALID_WEBHOOK = {
 }
 
 
-def _control(conn: control.Conn, token: TokenInfo, context: Services) -> Control:
+def _control(conn: Conn, token: TokenInfo, context: Services) -> Control:
     return Control(conn, token.principal, context.engine.clock, everyone=token.admin)
 
 
@@ -201,7 +201,7 @@ def _gone() -> Response:
 def create_automation(context: Context, token: Writer, body: Body) -> JSONResponse:
     """Create an automation owned by the token's principal."""
     request = fields(body, {"name", "target"}, {"enabled"})
-    changes = control.automation_changes(request)
+    changes = checks.automation_changes(request)
     enabled = changes.enabled if isinstance(changes.enabled, bool) else True
     assert isinstance(changes.name, str)
     assert isinstance(changes.target, str)
@@ -214,7 +214,7 @@ def create_automation(context: Context, token: Writer, body: Body) -> JSONRespon
 
 @router.get("/v1/automations", **answers(AutomationPage))
 def list_automations(
-    context: Context, token: Reader, cursor: Cursor = None, limit: Limit = control.DEFAULT_PAGE
+    context: Context, token: Reader, cursor: Cursor = None, limit: Limit = checks.DEFAULT_PAGE
 ) -> JSONResponse:
     """A page of the principal's automations (every principal's for `*`), oldest first:
     `{"items", "next_cursor"}`."""
@@ -249,7 +249,7 @@ def update_automation(
     automation_id: AutomationId, context: Context, token: Writer, body: Body
 ) -> JSONResponse:
     """Change an automation's name, target or enabled flag."""
-    changes = control.automation_changes(fields(body, set(), {"name", "target", "enabled"}))
+    changes = checks.automation_changes(fields(body, set(), {"name", "target", "enabled"}))
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).update_automation(automation_id, changes)
     return JSONResponse(record.to_json())
@@ -299,7 +299,7 @@ def add_schedule(
     automation_id: AutomationId, context: Context, token: Writer, body: Body
 ) -> JSONResponse:
     """Add a schedule trigger; its next run is the next occurrence after now."""
-    changes = control.schedule_changes(fields(body, {"cron", "timezone"}, {"maxOccurrences"}))
+    changes = checks.schedule_changes(fields(body, {"cron", "timezone"}, {"maxOccurrences"}))
     assert isinstance(changes.cron, str)
     assert isinstance(changes.timezone, str)
     budget = None if isinstance(changes.max_occurrences, control.Unset) else changes.max_occurrences
@@ -319,7 +319,7 @@ def update_schedule(
     automation_id: AutomationId, trigger_id: TriggerId, context: Context, token: Writer, body: Body
 ) -> JSONResponse:
     """Change a schedule trigger (`maxOccurrences: null` makes it unbounded)."""
-    changes = control.schedule_changes(
+    changes = checks.schedule_changes(
         fields(body, set(), {"cron", "timezone", "enabled", "maxOccurrences"})
     )
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
@@ -361,7 +361,7 @@ def add_webhook(
 ) -> JSONResponse:
     """Add a webhook trigger. Its secret (the one given or a generated one) is in this
     response and in no other."""
-    changes = control.webhook_changes(fields(body, {"source"}, {"event", "secret"}))
+    changes = checks.webhook_changes(fields(body, {"source"}, {"event", "secret"}))
     assert isinstance(changes.source, str)
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record, secret = _control(conn, token, context).add_webhook(
@@ -382,7 +382,7 @@ def update_webhook(
     automation_id: AutomationId, trigger_id: TriggerId, context: Context, token: Writer, body: Body
 ) -> JSONResponse:
     """Change a webhook trigger; a `secret` rotates it and is not returned."""
-    changes = control.webhook_changes(fields(body, set(), {"source", "event", "enabled", "secret"}))
+    changes = checks.webhook_changes(fields(body, set(), {"source", "event", "enabled", "secret"}))
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).update_webhook(automation_id, trigger_id, changes)
     return JSONResponse(record.to_json())
@@ -414,7 +414,7 @@ def put_plan(
 ) -> JSONResponse:
     """Set the automation's plan (replacing any). Runs already admitted keep theirs."""
     # version and steps are checked by parse_plan, which names every problem (422).
-    document = control.plan_document(
+    document = checks.plan_document(
         fields(body, set(), {"version", "steps", "allowlist", "limits"})
     )
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():

@@ -13,20 +13,12 @@ docs/machines.md (its rules 3 to 7); every transition commits under the run's cu
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
 import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-import psycopg
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
 
 from charter.api.auth import require
 from charter.api.automation_models import Claim, Lease, Machine, Machines, RunAnswer, StepAnswer
@@ -36,24 +28,15 @@ from charter.api.listing import listing
 from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
-from charter.automations import leases
-from charter.automations.dpop import (
-    IAT_WINDOW_SECONDS,
-    CheckedProof,
-    InvalidDpop,
-    MachineIdentity,
-    admit,
-    check_proof,
-    request_htu,
-)
+from charter.automations import leases, machines
+from charter.automations.gate import MAX_WAIT_SECONDS, MachineGate, Proven, prove
+from charter.automations.journal import EndedSteps
 from charter.automations.metrics import observe_steps
-from charter.automations.wakeups import run_hint
 from charter.core import ijson
-from charter.core.errors import CharterError, Forbidden, Malformed
+from charter.core.errors import Forbidden, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
-from charter.db.database import Role, pipelined_transaction
-from charter.db.hints import send_hints
+from charter.db.database import Role
 
 router = APIRouter(tags=["machines"])
 Context = Annotated[Services, Depends(services)]
@@ -62,9 +45,6 @@ Writer = Annotated[TokenInfo, Depends(require("automations:write"))]
 Reader = Annotated[TokenInfo, Depends(require("automations:read"))]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-_JTI_MEMORY = timedelta(seconds=3 * IAT_WINDOW_SECONDS)
-MAX_WAIT_SECONDS = 30.0  # a long-poll claim's longest wait (proxies cut idle requests)
-Conn = psycopg.Connection[tuple[Any, ...]]
 
 MachineId = Annotated[str, Path(description="A machine's id.", json_schema_extra={"pattern": NAME})]
 RunId = Annotated[str, Path(description="A run's id.", json_schema_extra={"pattern": UUID})]
@@ -148,7 +128,7 @@ def register_machine(context: Context, token: Writer, body: Body) -> JSONRespons
             raise Forbidden("only a '*' token may register a machine for another principal")
         principal = text(request, "principal")
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        machine = leases.register_machine(
+        machine = machines.register_machine(
             conn,
             machine_id=machine_id,
             target=target,
@@ -165,7 +145,7 @@ def list_machines(context: Context, token: Reader) -> JSONResponse:
     `last_seen_at` and `runs_in_progress`; `can_change` says whether this token may
     disable and enable them (`automations:write`), so a client shows only what works."""
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        found = leases.list_machines(conn, token.principal, everyone=ALL_SCOPES in token.scopes)
+        found = machines.list_machines(conn, token.principal, everyone=ALL_SCOPES in token.scopes)
     items = [m.to_json() for m in found]
     can_change = token.grants("automations:write")
     return JSONResponse(listing(items, deprecated_key="machines", can_change=can_change))
@@ -187,7 +167,7 @@ def _set_disabled(
     context: Services, token: TokenInfo, machine_id: str, *, disabled: bool
 ) -> JSONResponse:
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        machine = leases.set_machine_disabled(
+        machine = machines.set_machine_disabled(
             conn,
             machine_id,
             token.principal,
@@ -201,61 +181,25 @@ def _set_disabled(
 # --- DPoP authentication ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Proven:
-    """A request whose DPoP proof passed every check that needs no database."""
-
-    proof: CheckedProof
-    now: datetime
-
-
 def dpop_proof(request: Request, context: Context) -> Proven:
-    """The one `DPoP` header of a machine request, checked (form, signature, htm, htu,
-    iat) before any database work: a forgery costs no connection."""
-    proofs = request.headers.getlist("dpop")
-    if len(proofs) != 1:
-        raise InvalidDpop("a machine request needs exactly one DPoP header")
+    """The one `DPoP` header of a machine request, checked before any database work,
+    against the request's path in its raw form (as the client sent it)."""
     raw_path = request.scope.get("raw_path")
     path = raw_path.decode("latin-1") if isinstance(raw_path, bytes) else request.url.path
-    url = request_htu(context.settings.api_url, path.split("?", 1)[0])
-    now = context.engine.clock.now()
-    checked = check_proof(
-        proofs[0], method=request.method, url=url, now=now, window=IAT_WINDOW_SECONDS
+    return prove(
+        request.headers.getlist("dpop"),
+        method=request.method,
+        path=path.split("?", 1)[0],
+        origin=context.settings.api_url,
+        now=context.engine.clock.now(),
     )
-    return Proven(checked, now)
 
 
 Proof = Annotated[Proven, Depends(dpop_proof)]
 
 
-@contextmanager
-def as_machine(context: Services, proven: Proven) -> Iterator[tuple[Conn, MachineIdentity]]:
-    """One transaction that admits the proof (a registered, enabled machine's key; the
-    `jti` recorded, a replay refused) and then does the request's work.
-
-    The `jti` commits with the work: one commit per request. If the work fails its
-    transaction rolls back, so the `jti` is recorded again on its own: a proof is spent
-    whether or not its request succeeded. In pipeline mode: BEGIN travels with the
-    machine's lookup and the pruning with the `jti`'s insert, two round trips fewer.
-    """
-    db_now = context.engine.clock.now_or_none()
-    admitted: MachineIdentity | None = None
-    try:
-        with context.database.connection(Role.ENGINE) as conn, pipelined_transaction(conn):
-            store = leases.DatabaseProofStore(conn, now=db_now)
-            admitted = admit(store, proven.proof, now=proven.now, window=IAT_WINDOW_SECONDS)
-            yield conn, admitted
-    except BaseException:
-        if admitted is not None:
-            with (
-                contextlib.suppress(CharterError),
-                context.database.connection(Role.ENGINE) as conn,
-                conn.transaction(),
-            ):
-                leases.DatabaseProofStore(conn, now=db_now).remember_jti(
-                    proven.proof.jti, admitted.id, proven.now + _JTI_MEMORY
-                )
-        raise
+def _gate(context: Services) -> MachineGate:
+    return MachineGate(context.database, context.engine.clock, context.wakeups)
 
 
 async def _optional_body(request: Request) -> JsonValue:
@@ -302,80 +246,16 @@ async def claim_run(
     claim's transaction and answered as `started` (what `steps/{step}/start` would
     answer): the machine invokes its action at once, one request fewer per run."""
     checked = fields(body, set(), {"lease_seconds", "wait", "start"})
-    lease_seconds, wait = _lease_seconds(checked), _wait(checked)
-    start = _flag(checked, "start")
-    claimed, machine = await run_in_threadpool(
-        _claim_admitted, context, proof, lease_seconds, start
+    claimed = await _gate(context).claim(
+        proof,
+        lease_seconds=_lease_seconds(checked),
+        wait=_wait(checked),
+        start=_flag(checked, "start"),
+        disconnected=request.is_disconnected,
     )
-    if claimed is None and wait > 0:
-        claimed = await _long_poll(request, context, machine, lease_seconds, wait, start)
     if claimed is None:
         return Response(status_code=204)
     return JSONResponse(claimed.to_json())
-
-
-def _claim_admitted(
-    context: Services, proven: Proven, lease_seconds: float, start: bool
-) -> tuple[leases.Claim | None, MachineIdentity]:
-    """The first attempt: the proof admitted (its jti spent) and a claim, one commit."""
-    with as_machine(context, proven) as (conn, machine):
-        claimed = leases.claim_run(
-            conn,
-            machine,
-            lease_seconds=lease_seconds,
-            now=context.engine.clock.now_or_none(),
-            start=start,
-        )
-    return claimed, machine
-
-
-async def _long_poll(
-    request: Request,
-    context: Services,
-    machine: MachineIdentity,
-    lease_seconds: float,
-    wait: float,
-    start: bool,
-) -> leases.Claim | None:
-    """Claim again whenever a hint for the machine's runs arrives, and every re-check
-    interval in case one was lost, until a run is claimed or `wait` seconds pass.
-
-    The waiter is registered before each check and cleared before it, so a hint that
-    arrives while a check runs makes the next one start at once. A client that went
-    away is not handed a run (it would sit leased to nobody until the lease lapsed),
-    and a stopping server answers its waiting claims at once."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
-    wakeups = context.wakeups
-    with wakeups.waiting(machine.principal, machine.target) as woken:
-        while True:
-            woken.clear()
-            if wakeups.draining or await request.is_disconnected():
-                return None
-            claimed = await run_in_threadpool(_claim_again, context, machine, lease_seconds, start)
-            left = deadline - loop.time()
-            if claimed is not None or left <= 0:
-                return claimed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), timeout=min(wakeups.recheck, left))
-
-
-def _claim_again(
-    context: Services, machine: MachineIdentity, lease_seconds: float, start: bool
-) -> leases.Claim | None:
-    """A later attempt of a long poll: the proof is spent already, but the machine must
-    still be registered and enabled."""
-    with context.database.connection(Role.ENGINE) as conn, conn.transaction():
-        current = leases.DatabaseProofStore(conn).machine_by_thumbprint(machine.thumbprint)
-        if current is None or current.disabled or current.id != machine.id:
-            raise InvalidDpop(f"machine {machine.id} was disabled while its claim waited")
-        return leases.claim_run(
-            conn,
-            current,
-            lease_seconds=lease_seconds,
-            now=context.engine.clock.now_or_none(),
-            start=start,
-        )
 
 
 @router.post(
@@ -389,7 +269,7 @@ def renew_lease(run_id: RunId, proof: Proof, context: Context, body: Body) -> JS
     """Renew the lease `{"token", "lease_seconds"?}` → `{"token", "expires_at"}`; 409
     `lease_lost` when the lease expired or another machine holds the run."""
     request = fields(body, {"token"}, {"lease_seconds"})
-    with as_machine(context, proof) as (conn, machine):
+    with _gate(context).admitted(proof) as (conn, machine):
         lease = leases.renew_lease(
             conn,
             run_id,
@@ -413,7 +293,7 @@ def start_step(
     with the step's stable `idempotency_key`. 409 when the lease is not current, the
     step is completed, or an earlier step is not."""
     request = fields(body, {"token"})
-    with as_machine(context, proof) as (conn, machine):
+    with _gate(context).admitted(proof) as (conn, machine):
         step = leases.start_step(
             conn,
             run_id,
@@ -444,8 +324,8 @@ def complete_step(
     answered as `"next"` with its idempotency key: one request per step; with
     `"lease_seconds"` too, the lease is renewed and answered as `"lease"`."""
     request = fields(body, {"token", "output"}, {"next", "lease_seconds"})
-    ended: leases.EndedSteps = []
-    with as_machine(context, proof) as (conn, machine):
+    ended: EndedSteps = []
+    with _gate(context).admitted(proof) as (conn, machine):
         now = context.engine.clock.now_or_none()
         token = text(request, "token")
         if "next" in request:
@@ -491,8 +371,8 @@ def complete_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> J
     answers it as `"claim"` (null when there is none). One commit."""
     request = fields(body, {"token", "output"}, {"step", "claim"})
     claim_next = _claim_request(request)
-    ended: leases.EndedSteps = []
-    with as_machine(context, proof) as (conn, machine):
+    ended: EndedSteps = []
+    with _gate(context).admitted(proof) as (conn, machine):
         now = context.engine.clock.now_or_none()
         token = text(request, "token")
         step = text(request, "step") if "step" in request else None
@@ -520,8 +400,8 @@ def complete_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> J
 def fail_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONResponse:
     """Fail the run for good `{"token", "error"}` (a deterministic error)."""
     request = fields(body, {"token", "error"})
-    ended: leases.EndedSteps = []
-    with as_machine(context, proof) as (conn, machine):
+    ended: EndedSteps = []
+    with _gate(context).admitted(proof) as (conn, machine):
         run = leases.fail_run(
             conn,
             run_id,
@@ -558,8 +438,8 @@ def release_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JS
             raise Malformed(
                 f"retry_at must be an RFC 3339 time ({exc})", field="retry_at"
             ) from None
-    ended: leases.EndedSteps = []
-    with as_machine(context, proof) as (conn, machine):
+    ended: EndedSteps = []
+    with _gate(context).admitted(proof) as (conn, machine):
         run = leases.release_run(
             conn,
             run_id,
@@ -571,10 +451,7 @@ def release_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JS
             ended=ended,
         )
     observe_steps(ended)  # committed
-    if run.retry_at is not None and run.retry_at <= context.engine.clock.now():
-        # Claimable at once (a stopping machine's release): wake the machines waiting.
-        with context.database.connection(Role.ENGINE) as conn:
-            send_hints(conn, [run_hint(run.principal, run.target)])
+    _gate(context).released(run)
     return JSONResponse({"run": run.to_json()})
 
 

@@ -16,8 +16,9 @@ from charter.api.contract import UUID, answers
 from charter.api.listing import listing
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
-from charter.automations import control, ledger
-from charter.automations.control import Control
+from charter.automations import checks, ledger
+from charter.automations.errors import RunNotFailed
+from charter.automations.store import Control
 from charter.core.errors import Malformed
 from charter.db.database import Role
 
@@ -54,10 +55,10 @@ def list_runs(
     limit: Annotated[
         int,
         Query(
-            description=f"Runs per page (1 to {control.MAX_PAGE}).",
-            json_schema_extra={"minimum": 1, "maximum": control.MAX_PAGE},
+            description=f"Runs per page (1 to {checks.MAX_PAGE}).",
+            json_schema_extra={"minimum": 1, "maximum": checks.MAX_PAGE},
         ),
-    ] = control.DEFAULT_PAGE,
+    ] = checks.DEFAULT_PAGE,
 ) -> JSONResponse:
     """A page of the principal's runs (every principal's for `*`), newest first:
     `{"items", "next_cursor"}`."""
@@ -68,7 +69,7 @@ def list_runs(
             status=status,
             automation_id=_filter_id(automation_id),
             cursor=cursor,
-            limit=control.check_limit(limit),
+            limit=checks.check_limit(limit),
             everyone=token.admin,
         )
     return JSONResponse(listing([r.to_json() for r in runs], following))
@@ -121,9 +122,7 @@ def retry_run(run_id: RunId, context: Context, token: Executor) -> JSONResponse:
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         failed = ledger.get_run(conn, token.principal, run_id, everyone=token.admin)
         if failed.status != "failed":
-            raise ledger.RunNotFailed(
-                f"run {failed.id} is {failed.status}: only a failed run is retried"
-            )
+            raise RunNotFailed(f"run {failed.id} is {failed.status}: only a failed run is retried")
         control = Control(conn, token.principal, context.engine.clock, everyone=token.admin)
         run = control.trigger(failed.automation_id, failed.input)
     return JSONResponse(run.to_json(), status_code=201)

@@ -17,7 +17,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from charter.core.errors import CharterError, Malformed, NotFound
+from charter.automations.errors import RunFinished
+from charter.core.errors import Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339
@@ -192,20 +193,6 @@ def list_runs(
     records = [RunRecord.from_dict(r) for r in rows[:limit]]
     following = encode_cursor(records[-1].created_at, records[-1].id) if len(rows) > limit else None
     return records, following
-
-
-class RunFinished(CharterError):
-    """The run has finished: it can no longer be cancelled."""
-
-    code = "run_finished"
-    http_status = 409
-
-
-class RunNotFailed(CharterError):
-    """Only a failed run can be retried."""
-
-    code = "run_not_failed"
-    http_status = 409
 
 
 def cancel_run(

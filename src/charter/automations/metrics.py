@@ -54,7 +54,7 @@ RUN_STEP_SECONDS = Histogram(
 
 
 def observe_steps(ended: Iterable[tuple[str, StepRecord]]) -> None:
-    """Count steps a committed transaction journalled as ended (`leases.EndedSteps`)."""
+    """Count steps a committed transaction journalled as ended (`journal.EndedSteps`)."""
     for outcome, step in ended:
         RUN_STEPS.labels(outcome=outcome).inc()
         if step.finished_at is not None:

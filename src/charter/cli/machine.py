@@ -12,20 +12,16 @@ from typing import Annotated
 
 import typer
 
-from charter.automations.actions import default_registry
 from charter.automations.dpop import public_jwk as jwk_of
 from charter.automations.dpop import thumbprint
-from charter.automations.executor import ExecutorOptions, RunExecutor
-from charter.automations.machine_client import (
-    DEFAULT_WAIT_SECONDS,
-    MachineClient,
-    register_machine,
-)
 from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
 from charter.core import identifiers
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey, read_secret_key_file, write_secret_key_file
 from charter.core.errors import ConfigurationError, KeyFileError
+from charter.machine.client import DEFAULT_WAIT_SECONDS, MachineClient, register_machine
+from charter.machine.executor import ExecutorOptions, RunExecutor
+from charter.machine.registry import default_registry
 
 app = typer.Typer(
     help="Machines: DPoP-authenticated executors of automation runs for a target.",

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from charter.automation.worker import WorkerSettings
+from charter.firing.worker import WorkerSettings
 
 DEFAULT_WORKER = WorkerSettings()
 

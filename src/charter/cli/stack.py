@@ -21,8 +21,6 @@ from pathlib import Path
 from rich.console import Console
 
 from charter.auth.tokens import create_token, find_token
-from charter.automation.keys import ensure_automation_actor, key_file
-from charter.automation.worker import WorkerSettings
 from charter.cli.children import Family, clean_exit
 from charter.cli.prefork import api_child, listen
 from charter.cli.sequencer import background_sequencer
@@ -34,6 +32,8 @@ from charter.core.errors import ConfigurationError
 from charter.db.database import Database, Role, connect
 from charter.db.embedded import database_url
 from charter.db.migrate import migrate
+from charter.firing.keys import ensure_automation_actor, key_file
+from charter.firing.worker import WorkerSettings
 from charter.tlog.metrics import FIGURES
 
 

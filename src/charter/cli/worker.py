@@ -13,8 +13,6 @@ import typer
 from prometheus_client import start_http_server
 from rich.console import Console
 
-from charter.automation.keys import verified_secret
-from charter.automation.worker import AutomationWorker, WorkerSettings
 from charter.automations.admission import CronAdmission
 from charter.cli import loops
 from charter.cli.children import die_with_parent
@@ -35,6 +33,8 @@ from charter.core.metrics import REGISTRY
 from charter.db.database import Database
 from charter.db.embedded import database_url
 from charter.engine.process_event import Engine
+from charter.firing.keys import verified_secret
+from charter.firing.worker import AutomationWorker, WorkerSettings
 
 
 def worker(

@@ -56,6 +56,9 @@ class Call(Generic[T]):
     repeatable: bool | None = None
     # The statuses of its success; any other answer is an error (a redirect too).
     expect: frozenset[int] = OK
+    # Headers made afresh for every try and added to the others (a DPoP proof, which is
+    # good for one request only).
+    attempt_headers: Callable[[Call[Any]], Mapping[str, str]] | None = None
 
     @property
     def safe_to_repeat(self) -> bool:
@@ -67,6 +70,8 @@ class Call(Generic[T]):
             headers["Content-Type"] = "application/json"
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        if self.attempt_headers is not None:
+            headers.update(self.attempt_headers(self))
         return headers
 
     def answer(self, response: httpx.Response) -> T:

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.recurrence import next_run_at
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope
 from charter.core.errors import CharterError
 from charter.core.timefmt import format_rfc3339
 from charter.engine.work import ScheduledRow, WorkRow, fired_input
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.recurrence import next_run_at
 
 BUSINESS_SKIPS = frozenset(
     {"wrong_state", "condition_failed", "forbidden_role", "unknown_action", "invalid_input"}

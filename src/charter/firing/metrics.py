@@ -9,8 +9,8 @@ from datetime import datetime
 
 from prometheus_client import Counter, Histogram
 
-from charter.automation.outcomes import FireResult, Outcome
 from charter.core.metrics import REGISTRY
+from charter.firing.outcomes import FireResult, Outcome
 
 FIRES = Counter(
     "charter_automation_fires",

@@ -17,16 +17,17 @@ For a claimed run (docs/machines.md, rules 1 and 4 to 7):
    crash point `machine.step_returned_before_journal` sits between the two). After the
    last step the run is completed with the last step's output.
 
-Failures (rule 7: only transient transport failures retry). A transport failure
-(`transient_failure`) — of an action, or between the machine and the service, which
-also counts the service answering that it is unavailable (`service_unavailable`) —
-releases the run to a retry time `now + retry_delay(attempt)` (capped by
-`max_retry_delay`, and again by the service) keeping completed outputs, until
-`max_attempts` claims have been spent — then the run fails. A step's target answering
-with an error status (`TargetAnswered`, whichever host raised it) fails the run, unless
-the step's `retry.on` names the condition the status meets (`http_5xx`, `http_429`):
-then it is released like a transport failure, at the answer's `Retry-After` when it
-gave one (within the same caps). Everything else is deterministic and fails the run.
+Failures (rule 7: only transient transport failures retry; failures.py tells them
+apart). A transport failure (`transient_failure`) — of an action, or between the
+machine and the service, which also counts the service answering that it is
+unavailable (`service_unavailable`) — releases the run to a retry time
+`now + retry_delay(attempt)` (capped by `max_retry_delay`, and again by the service)
+keeping completed outputs, until `max_attempts` claims have been spent — then the run
+fails. A step's target answering with an error status (`TargetAnswered`, whichever
+host raised it) fails the run, unless the step's `retry.on` names the condition the
+status meets (`http_5xx`, `http_429`): then it is released like a transport failure,
+at the answer's `Retry-After` when it gave one (within the same caps). Everything else
+is deterministic and fails the run.
 """
 
 from __future__ import annotations
@@ -41,67 +42,25 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
-import httpx
 from opentelemetry.trace import Span, StatusCode
 
-from charter.automations.actions import ActionCall, ActionRegistry, ActionTransient, TargetAnswered
 from charter.automations.dpop import InvalidDpop
-from charter.automations.machine_client import ClaimedRun, JournalEntry
 from charter.automations.plan import InvalidPlan, Plan, Policy, Step, parse_plan, parse_policy
 from charter.core.crashpoints import STEP_RETURNED_BEFORE_JOURNAL, crash_point
 from charter.core.errors import CharterError, LeaseLost
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonValue
-from charter.sdk.errors import ApiUnavailable
+from charter.machine.actions import ActionCall, TargetAnswered
+from charter.machine.client import ClaimedRun, JournalEntry
+from charter.machine.failures import service_transient, transient_failure
+from charter.machine.registry import ActionRegistry
 from charter.tracing import Attributes, run_carrier, span
 
 log = logging.getLogger("charter.machine")
 RUN_SPAN = "charter.run"
 STEP_SPAN = "charter.run.step"
 
-# Service answers that mean "try again later": a proxy or the service itself is down.
-TRANSIENT_STATUSES = frozenset({502, 503, 504})
-# Transport failures that may pass: timeouts (connect, read, write, pool, and a call's
-# whole deadline), network errors (connect, read, write, close) and a peer closing
-# mid-response. Not transient: an unsupported scheme, an invalid URL, a proxy
-# misconfiguration, too many redirects.
-TRANSIENT_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 _SNAPSHOT_KEYS = frozenset({"version", "steps", "allowlist", "limits"})
-
-
-def transient_failure(error: BaseException) -> bool:
-    """Whether a failure is a transient transport failure, which may pass by itself.
-
-    Exactly: an httpx timeout, network error or remote protocol error
-    (`TRANSIENT_TRANSPORT`); an action host's `ActionTransient`; a Charter client's
-    `ApiUnavailable` (or `ApiTimeout`), classified by its transport cause when it has
-    one. An answer is never a transport failure, whatever its status: a step's target
-    answering 5xx or 429 is `TargetAnswered`, retried only when the step opts in, and
-    the service answering 502/503/504 is `service_unavailable`.
-    """
-    if isinstance(error, CharterError) and isinstance(error.__cause__, httpx.TransportError):
-        return transient_failure(error.__cause__)
-    return isinstance(error, (*TRANSIENT_TRANSPORT, ActionTransient, ApiUnavailable))
-
-
-def service_unavailable(error: BaseException) -> bool:
-    """Whether the Charter service answered the machine that it is unavailable: 502, 503
-    or 504 (a proxy or the service is down, e.g. `database_unavailable`). Between the
-    machine and the service this is transport, released like a transport failure; it
-    applies to the machine API's answers only, never to an action's."""
-    if not isinstance(error, CharterError):
-        return False
-    answer = error.__cause__
-    if isinstance(answer, httpx.HTTPStatusError):
-        return answer.response.status_code in TRANSIENT_STATUSES
-    status = error.context.get("status")
-    if not isinstance(status, int) or isinstance(status, bool):
-        status = error.http_status
-    return status in TRANSIENT_STATUSES
-
-
-def _service_transient(error: BaseException) -> bool:
-    return transient_failure(error) or service_unavailable(error)
 
 
 def default_retry_delay(attempt: int) -> float:
@@ -250,7 +209,7 @@ class RunExecutor:
                 try:
                     claimed = await self._claim(stop)
                 except Exception as exc:
-                    if not _service_transient(exc):
+                    if not service_transient(exc):
                         raise
                     log.warning("claim failed (%s); retrying in %.1f s", _describe(exc), idle)
                     claimed, failed = None, True
@@ -498,7 +457,7 @@ class RunExecutor:
         if isinstance(error, LeaseLost):
             log.warning("run %s: %s; not advancing", claimed.run_id, error.message)
             return Outcome.LOST
-        if _service_transient(error):
+        if service_transient(error):
             return await self._release(claimed, f"the service failed: {_describe(error)}")
         if isinstance(error, InvalidDpop):
             log.error("run %s: the service refused this machine: %s", claimed.run_id, error)

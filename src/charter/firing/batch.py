@@ -34,18 +34,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.metrics import count_fires
-from charter.automation.outcomes import (
-    KEY_FAILURES,
-    FireResult,
-    FiringPolicy,
-    Outcome,
-    WorkerKeyError,
-    envelope_for,
-    record_result,
-    result_of,
-)
 from charter.core.clock import Clock
 from charter.core.crashpoints import FIRED_BEFORE_BOOKKEEPING, crash_point
 from charter.core.ed25519 import SecretKey
@@ -57,6 +45,18 @@ from charter.db.hints import send_hints
 from charter.engine.batch import BatchAborted, EngineBatch
 from charter.engine.process_event import Accepted, Engine, Tally
 from charter.engine.work import ScheduledRow, WorkRow
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.metrics import count_fires
+from charter.firing.outcomes import (
+    KEY_FAILURES,
+    FireResult,
+    FiringPolicy,
+    Outcome,
+    WorkerKeyError,
+    envelope_for,
+    record_result,
+    result_of,
+)
 from charter.logs import log_context
 from charter.tracing import span
 

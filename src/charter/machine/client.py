@@ -1,43 +1,78 @@
-"""The machine's client of the machine API: httpx, a fresh DPoP proof on every request.
+"""The machine's client of the machine API: the SDK's request core, a fresh DPoP proof on
+every try.
 
-Error responses become the CharterError of their code (`lease_lost` is `LeaseLost`,
-`invalid_dpop` is `InvalidDpop`, ...); transport failures are raised as httpx's own
-exceptions, so `executor.transient_failure` can tell a timeout from a refusal. Every
-call must finish, its whole answer read, within `timeout` seconds (15 s by default);
-past it the call raises `charter.deadline.DeadlineExceeded`, an httpx timeout.
+Each request is an SDK `Call` whose `attempt_headers` add a new proof (and the step's
+trace) to every try; `Attempts` holds the call's deadline and, with a retry policy,
+its tries (none by default: the executor releases a run a failed call leaves, and a
+later claim is its retry). Error answers become the CharterError of their code
+(`lease_lost` is `LeaseLost`, `invalid_dpop` is `InvalidDpop`, ...: `REFUSALS`);
+transport failures are raised as httpx's own exceptions, so
+`failures.transient_failure` can tell a timeout from a refusal. Every call must
+finish, its whole answer read, within `timeout` seconds (15 s by default); past it the
+call raises `charter.deadline.DeadlineExceeded`, an httpx timeout.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 
-# leases also defines the journal's error codes, so error_from_response knows them.
 from charter import deadline
-from charter.automations import leases
-from charter.automations.dpop import make_proof, public_jwk
+from charter.automations.dpop import InvalidDpop, make_proof, public_jwk
+from charter.automations.errors import (
+    RunIncomplete,
+    StepCompleted,
+    StepNotStarted,
+    StepOutOfOrder,
+    UnknownStep,
+)
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey
-from charter.core.errors import CharterError
+from charter.core.errors import CharterError, LeaseLost
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339, parse_rfc3339
 from charter.sdk.client import Client
-from charter.sdk.errors import OK, raise_for_answer
-from charter.sdk.protocol import DEFAULT_TIMEOUT
+from charter.sdk.errors import OK, answer_error, transport_error
+from charter.sdk.protocol import (
+    DEFAULT_TIMEOUT,
+    NO_RETRY,
+    Attempts,
+    Call,
+    RetryPolicy,
+    encode,
+    retry_after,
+)
 from charter.tracing import traceparent
+
+T = TypeVar("T")
 
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 # How long a claim waits for a run by default (a long poll); the service's cap is 30 s.
 DEFAULT_WAIT_SECONDS = 20.0
+# The lease a claim asks for by default (the service's own default, too).
+DEFAULT_LEASE_SECONDS = 30.0
 # A claim answers 200 with a run, or 204 when there is none.
 _CLAIMED = frozenset({200, 204})
+
+# The machine API's own refusals. An error answer is rebuilt as the class of its code
+# among the classes imported (`charter.sdk.errors.error_class`): these are imported.
+REFUSALS: tuple[type[CharterError], ...] = (
+    InvalidDpop,
+    LeaseLost,
+    UnknownStep,
+    StepOutOfOrder,
+    StepCompleted,
+    StepNotStarted,
+    RunIncomplete,
+)
 
 
 @dataclass(frozen=True)
@@ -110,6 +145,8 @@ class MachineClient:
     for a run (a long poll; 0 answers at once); its deadline is `timeout` past that.
     With `start` (the default) every claim also journals the run's first incomplete step
     running and hands it over as `ClaimedRun.started`: no `start_step` request for it.
+    `retry` is how often a failed call is tried again within its deadline (never, by
+    default).
     """
 
     def __init__(
@@ -118,11 +155,12 @@ class MachineClient:
         key: SecretKey,
         *,
         now: Callable[[], datetime] | None = None,
-        lease_seconds: float = leases.DEFAULT_LEASE_SECONDS,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
         timeout: float = DEFAULT_TIMEOUT,
         wait: float = DEFAULT_WAIT_SECONDS,
         http: httpx.AsyncClient | None = None,
         start: bool = True,
+        retry: RetryPolicy = NO_RETRY,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.key = key
@@ -130,6 +168,8 @@ class MachineClient:
         self.wait = wait
         self.start = start
         self.timeout = timeout  # the deadline of every call, in seconds
+        self.retry = retry
+        self._rng = random.Random()  # noqa: S311 (the jitter of retries)
         self._now = now or (lambda: datetime.now(UTC))
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout)
@@ -155,17 +195,12 @@ class MachineClient:
             body["wait"] = waited
         if self.start:
             body["start"] = True
-        response = await self._request(
-            "POST", "/v1/machine/runs/claim", body, extra=waited, expect=_CLAIMED
-        )
-        if response.status_code == 204:
-            return None
-        return ClaimedRun.from_json(ijson.loads(response.content))
+        call = self._call("/v1/machine/runs/claim", body, _claimed, expect=_CLAIMED)
+        return await self._send(call, extra=waited)
 
     async def renew(self, run_id: str, token: str) -> datetime:
         """Renew the lease; LeaseLost when it is not current any more."""
         body = await self._json(
-            "POST",
             f"/v1/machine/runs/{_segment(run_id)}/lease",
             {"token": token, "lease_seconds": self.lease_seconds},
         )
@@ -174,7 +209,6 @@ class MachineClient:
     async def start_step(self, run_id: str, step_id: str, token: str) -> JournalEntry:
         """Journal the step as running; its entry carries the stable idempotency key."""
         body = await self._json(
-            "POST",
             f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/start",
             {"token": token},
         )
@@ -184,7 +218,6 @@ class MachineClient:
         self, run_id: str, step_id: str, token: str, output: JsonValue
     ) -> JournalEntry:
         body = await self._json(
-            "POST",
             f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/complete",
             {"token": token, "output": output},
         )
@@ -196,7 +229,6 @@ class MachineClient:
         """Journal the step's output and the next step running and renew the lease, in
         one request; the next step's entry (with its idempotency key) comes back."""
         body = await self._json(
-            "POST",
             f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/complete",
             {
                 "token": token,
@@ -209,7 +241,6 @@ class MachineClient:
 
     async def complete_run(self, run_id: str, token: str, output: JsonValue) -> JsonObject:
         body = await self._json(
-            "POST",
             f"/v1/machine/runs/{_segment(run_id)}/complete",
             {"token": token, "output": output},
         )
@@ -228,13 +259,13 @@ class MachineClient:
             if self.start:
                 asked["start"] = True
             request["claim"] = asked
-        body = await self._json("POST", f"/v1/machine/runs/{_segment(run_id)}/complete", request)
+        body = await self._json(f"/v1/machine/runs/{_segment(run_id)}/complete", request)
         claimed = body.get("claim")
         return ClaimedRun.from_json(claimed) if claimed is not None else None
 
     async def fail_run(self, run_id: str, token: str, error: str) -> JsonObject:
         body = await self._json(
-            "POST", f"/v1/machine/runs/{_segment(run_id)}/fail", {"token": token, "error": error}
+            f"/v1/machine/runs/{_segment(run_id)}/fail", {"token": token, "error": error}
         )
         return _object(body["run"])
 
@@ -244,7 +275,7 @@ class MachineClient:
         request: JsonObject = {"token": token, "error": error}
         if retry_at is not None:
             request["retry_at"] = format_rfc3339(retry_at)
-        body = await self._json("POST", f"/v1/machine/runs/{_segment(run_id)}/release", request)
+        body = await self._json(f"/v1/machine/runs/{_segment(run_id)}/release", request)
         return _object(body["run"])
 
     # --- plumbing ---------------------------------------------------------------------
@@ -255,40 +286,79 @@ class MachineClient:
             self.key, method, self.base_url + path, iat=self._now().timestamp(), jti=jti
         )
 
-    async def _json(self, method: str, path: str, body: JsonObject) -> JsonObject:
-        response = await self._request(method, path, body)
-        return _object(ijson.loads(response.content))
+    async def _json(self, path: str, body: JsonObject) -> JsonObject:
+        return await self._send(self._call(path, body, _json_object))
 
-    async def _request(
+    def _call(
         self,
-        method: str,
         path: str,
         body: JsonObject,
+        decode: Callable[[bytes], T],
         *,
-        extra: float = 0.0,
         expect: frozenset[int] = OK,
-    ) -> httpx.Response:
-        """One request with a fresh proof, within `timeout` (+ `extra`: a long poll's
-        wait) seconds; its answer, when its status is one of `expect` (any other, a
-        redirect too, is the error it stands for: UnexpectedStatus below 400)."""
-        headers = {
-            "DPoP": self.proof(method, path),
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            # The step's trace, when there is one: the service's spans join it.
-            **traceparent(),
-        }
-        response = await deadline.arequest(
-            self._http,
-            self.timeout + extra,
-            method,
-            self.base_url + path,
-            headers=headers,
-            content=_encode(body),
-            timeout=self.timeout + extra,  # a long poll waits longer than a read timeout
+    ) -> Call[T]:
+        """A POST of `body` to `path` whose every try carries a fresh proof; its answer,
+        when its status is one of `expect` (any other, a redirect too, is the error it
+        stands for: UnexpectedStatus below 400)."""
+        return Call(
+            "POST",
+            path,
+            decode,
+            body=encode(body),
+            expect=expect,
+            attempt_headers=self._attempt_headers,
         )
-        raise_for_answer(response, expect)
-        return response
+
+    def _attempt_headers(self, call: Call[Any]) -> Mapping[str, str]:
+        # The step's trace, when there is one: the service's spans join it.
+        return {"DPoP": self.proof(call.method, call.path), **traceparent()}
+
+    async def _send(self, call: Call[T], *, extra: float = 0.0) -> T:
+        """`call` within `timeout` (+ `extra`: a long poll's wait) seconds, tried again
+        as `retry` allows; its result."""
+        attempts = Attempts(call, self.timeout + extra, self.retry, self._rng)
+        url = self.base_url + call.path
+        while True:
+            left = attempts.left()
+            # The first try has the call's whole deadline, which its timeout names.
+            seconds = attempts.seconds if attempts.tries == 1 else left
+            try:
+                response = await deadline.arequest(
+                    self._http,
+                    seconds,
+                    call.method,
+                    url,
+                    headers=call.headers(None),
+                    content=call.body,
+                    timeout=seconds,  # a long poll waits longer than a read timeout
+                )
+            except httpx.TransportError as exc:
+                error, uncertain = transport_error(
+                    exc, self.base_url, call.method, call.path, attempts.seconds
+                )
+                wait = _retry_wait(attempts, error, uncertain=uncertain, retry_after=None)
+                if wait is None:
+                    raise  # httpx's own exception, which `transient_failure` classifies
+            else:
+                if response.status_code in call.expect:
+                    return call.decode(response.content)
+                error = answer_error(response, call.expect)
+                wait = attempts.after(
+                    error,
+                    uncertain=False,
+                    retry_after=retry_after(response.headers.get("retry-after")),
+                )
+            await asyncio.sleep(wait)
+
+
+def _retry_wait(
+    attempts: Attempts, error: CharterError, *, uncertain: bool, retry_after: float | None
+) -> float | None:
+    """The wait before the next try after `error`, or None when there is none."""
+    try:
+        return attempts.after(error, uncertain=uncertain, retry_after=retry_after)
+    except CharterError:
+        return None
 
 
 def register_machine(
@@ -315,9 +385,14 @@ def _object(value: Any) -> JsonObject:
     return value
 
 
+def _json_object(content: bytes) -> JsonObject:
+    return _object(ijson.loads(content))
+
+
+def _claimed(content: bytes) -> ClaimedRun | None:
+    """A claim's answer: the run, or none (204: no content)."""
+    return ClaimedRun.from_json(ijson.loads(content)) if content else None
+
+
 def _segment(value: str) -> str:
     return quote(value, safe="")
-
-
-def _encode(value: JsonValue) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -20,16 +20,16 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from charter.automation.bookkeeping import Bookkeeping
-from charter.automation.firing import BatchLimits, BatchResult, Firer
-from charter.automation.listener import Listener
-from charter.automation.metrics import LEASE_RECLAIMS
-from charter.automation.outcomes import FireResult, FiringPolicy, Outcome, WorkerKeyError
 from charter.core.clock import Clock, SystemClock
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import CharterError
 from charter.db.database import Database, Role
 from charter.engine.process_event import Engine
+from charter.firing.batch import BatchLimits, BatchResult, Firer
+from charter.firing.bookkeeping import Bookkeeping
+from charter.firing.listener import Listener
+from charter.firing.metrics import LEASE_RECLAIMS
+from charter.firing.outcomes import FireResult, FiringPolicy, Outcome, WorkerKeyError
 
 log = logging.getLogger(__name__)
 
