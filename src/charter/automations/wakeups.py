@@ -19,17 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections.abc import Iterable, Iterator
 
 import psycopg
 
 from charter.automations.ledger import RunRecord
-from charter.db.database import conninfo
 from charter.db.hints import Hint, hint
-from charter.db.queries import query
-
-log = logging.getLogger(__name__)
+from charter.db.listening import ListenLoop
 
 CHANNEL = "runs_claimable"
 DEFAULT_RECHECK_SECONDS = 1.0
@@ -127,35 +123,23 @@ class RunWakeups:
 
     async def _listen(self) -> None:
         """Listen until cancelled; on connection loss reconnect with backoff."""
-        backoff = 0.2
-        while True:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    conninfo(self.url, application_name="charter-run-wakeups"),
-                    autocommit=True,
-                    connect_timeout=10,
-                )
-            except psycopg.OperationalError as exc:
-                log.warning("run wake-ups cannot connect (%s); retrying in %.1f s", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(self.max_backoff, backoff * 2)
-                continue
-            try:
-                async with conn:
-                    await conn.execute(query("listen_for_runs"))
-                    backoff = 0.2
-                    self.connected.set()
-                    self._wake(None)  # whatever was hinted while we were away: re-check
-                    async for notice in conn.notifies():
-                        self.hints_received += 1
-                        self._wake(_key(notice.payload))
-            except psycopg.OperationalError as exc:
-                log.warning("run wake-ups lost the connection (%s); reconnecting", exc)
-            finally:
-                self.connected.clear()
-            self._wake(None)
-            await asyncio.sleep(backoff)
-            backoff = min(self.max_backoff, backoff * 2)
+        await ListenLoop(
+            self.url,
+            name="charter-run-wakeups",
+            listen_query="listen_for_runs",
+            on_notify=self._hinted,
+            # Whatever was hinted while we were away, or while the connection was going:
+            # every waiter re-checks.
+            on_connected=lambda _connects: self._wake(None),
+            on_lost=lambda: self._wake(None),
+            first_backoff=0.2,
+            max_backoff=self.max_backoff,
+            connected=self.connected,
+        ).run()
+
+    def _hinted(self, notification: psycopg.Notify) -> None:
+        self.hints_received += 1
+        self._wake(_key(notification.payload))
 
 
 def _key(payload: str) -> Key | None:

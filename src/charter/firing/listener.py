@@ -1,21 +1,16 @@
-"""The worker's LISTEN connection: a hint channel that reconnects with backoff.
+"""The worker's LISTEN connection: the work channels' hints wake the worker.
 
-NOTIFY is only a hint (docs/architecture.md): it is lost while the listener is disconnected, so
-every (re)connect is followed by a wake-up that makes the worker rescan the tables.
+NOTIFY is only a hint (docs/architecture.md): it is lost while the listener is
+disconnected, so every (re)connect is followed by a wake-up that makes the worker rescan
+the tables. The connection itself is `charter.db.listening.ListenLoop`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 
-import psycopg
-
-from charter.db.database import conninfo
-from charter.db.queries import query
-
-log = logging.getLogger(__name__)
+from charter.db.listening import ListenLoop
 
 
 class Listener:
@@ -34,37 +29,27 @@ class Listener:
         self.max_backoff = max_backoff
         self.on_connected = on_connected
         self.connected = asyncio.Event()
-        self.reconnects = 0
+        self._loop = ListenLoop(
+            url,
+            name="charter-worker-listener",
+            listen_query="listen_for_work",
+            on_notify=lambda _notification: self.wake(),
+            on_connected=self._listening,
+            first_backoff=0.5,
+            max_backoff=max_backoff,
+            connected=self.connected,
+        )
+
+    @property
+    def reconnects(self) -> int:
+        """Connections lost so far (each is followed by a reconnect)."""
+        return self._loop.losses
 
     async def run(self) -> None:
         """Listen until cancelled; never returns on connection loss, it reconnects."""
-        backoff = 0.5
-        while True:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    conninfo(self.url, application_name="charter-worker-listener"),
-                    autocommit=True,
-                    connect_timeout=10,
-                )
-            except psycopg.OperationalError as exc:
-                log.warning("listener cannot connect (%s); retrying in %.1f s", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(self.max_backoff, backoff * 2)
-                continue
-            try:
-                async with conn:
-                    await conn.execute(query("listen_for_work"))
-                    backoff = 0.5
-                    self.connected.set()
-                    if self.on_connected is not None:
-                        self.on_connected()
-                    self.wake()  # whatever was notified while we were away: rescan
-                    async for _ in conn.notifies():
-                        self.wake()
-            except psycopg.OperationalError as exc:
-                log.warning("listener lost its connection (%s); reconnecting", exc)
-            finally:
-                self.connected.clear()
-            self.reconnects += 1
-            await asyncio.sleep(backoff)
-            backoff = min(self.max_backoff, backoff * 2)
+        await self._loop.run()
+
+    def _listening(self, _connects: int) -> None:
+        if self.on_connected is not None:
+            self.on_connected()
+        self.wake()  # whatever was notified while we were away: rescan

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import secrets
 from collections import deque
 from collections.abc import Callable
@@ -21,8 +20,6 @@ from dataclasses import dataclass
 
 from charter.core.jsontypes import JsonObject
 from charter.db.listening import ListenLoop
-
-log = logging.getLogger(__name__)
 
 # channel → the kind of hint a client sees
 CHANNELS = {
