@@ -10,7 +10,6 @@ a crash, two admitting processes, or a replayed delivery admit nothing twice.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import logging
 import uuid
@@ -27,7 +26,7 @@ from charter.automations.metrics import CRON_ADMISSIONS, CRON_CATCHUP
 from charter.automations.wakeups import run_hints
 from charter.automations.webhooks import WebhookRejected, parse_delivery, verifies
 from charter.core import ijson
-from charter.core.clock import Clock, SystemClock
+from charter.core.clock import Clock, SystemClock, wait_any
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
@@ -339,12 +338,4 @@ class CronAdmission:
         self._stopping.set()
 
     async def _sleep(self) -> None:
-        sleeper = asyncio.create_task(self.clock.sleep(self.interval))
-        stopper = asyncio.create_task(self._stopping.wait())
-        try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeper, stopper):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await wait_any(self.clock, self.interval, self._stopping)

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from charter.core.clock import Clock, SystemClock
+from charter.core.clock import Clock, SystemClock, wait_any
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import CharterError
 from charter.db.database import Database, Role
@@ -204,12 +204,4 @@ class AutomationWorker:
         return max(0.0, min(delay, self.settings.sweep_seconds))
 
     async def _sleep(self, seconds: float) -> None:
-        if seconds <= 0 or self._wake.is_set():
-            return
-        sleeper = asyncio.create_task(self.clock.sleep(seconds))
-        waker = asyncio.create_task(self._wake.wait())
-        try:
-            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            waker.cancel()
+        await wait_any(self.clock, seconds, self._wake)
