@@ -7,7 +7,6 @@ enforced by the unique `dedupe_key`, never by a read-then-write.
 
 from __future__ import annotations
 
-import base64
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +17,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from charter.automations.errors import RunFinished
+from charter.core import cursors
 from charter.core.errors import Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
@@ -224,16 +224,14 @@ def cancel_run(
 
 def encode_cursor(created_at: datetime, row_id: uuid.UUID) -> str:
     """An opaque keyset cursor: where the next page starts."""
-    raw = f"{created_at.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.encode_cursor(created_at, str(row_id))
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created, row_id = raw.split("|")
-        return datetime.fromisoformat(created), uuid.UUID(row_id)
-    except (ValueError, UnicodeDecodeError):
+        created, row_id = cursors.decode_cursor(cursor)
+        return created, uuid.UUID(row_id)
+    except ValueError:
         raise Malformed("cursor is not one this API returned") from None
 
 

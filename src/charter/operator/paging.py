@@ -7,12 +7,12 @@ next page starts strictly after it, so rows committed meanwhile never shift a pa
 
 from __future__ import annotations
 
-import base64
 import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from charter.core import identifiers
+from charter.core import cursors, identifiers
+from charter.core.cursors import encode_cursor as encode_cursor
 from charter.core.decimal import parse_decimal
 from charter.core.errors import Malformed
 from charter.core.timefmt import parse_rfc3339
@@ -65,19 +65,12 @@ def check_limit(text: str | None) -> int:
     return limit
 
 
-def encode_cursor(at: datetime, row_id: str) -> str:
-    raw = f"{at.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
 def decode_cursor(cursor: str | None) -> Position | None:
     if cursor is None:
         return None
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, row_id = raw.split("|", 1)
-        moment = datetime.fromisoformat(at)
-    except (ValueError, UnicodeDecodeError):
+        moment, row_id = cursors.decode_cursor(cursor)
+    except ValueError:
         raise InvalidCursor() from None
     if moment.tzinfo is None or not row_id:
         raise InvalidCursor()
