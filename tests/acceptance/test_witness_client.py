@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from charter.core.errors.log import TileMissing
 from charter.tlog.checkpoint import Checkpoint, Cosigner
-from charter.tlog.errors import TileMissing
 from charter.tlog.note import parse_note
 from charter.tlog.policy import Policy, parse_policy
 from charter.tlog.witness_client import Witnessed, witness_checkpoint, witness_checkpoint_sync

@@ -14,10 +14,15 @@ from typing import Any
 
 import pytest
 
-from charter.automations.cron import InvalidSchedule
-from charter.automations.errors import AutomationPaused, InvalidAutomation, InvalidWebhook, NoPlan
-from charter.automations.plan import InvalidPlan
 from charter.core.errors import Forbidden, Malformed, NotFound, Unauthorized
+from charter.core.errors.automations import (
+    AutomationPaused,
+    InvalidAutomation,
+    InvalidPlan,
+    InvalidSchedule,
+    InvalidWebhook,
+    NoPlan,
+)
 from charter.db.database import Database, connect
 from charter.sdk import (
     ApiTimeout,

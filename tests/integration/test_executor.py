@@ -17,7 +17,6 @@ import pytest
 
 from charter import deadline
 from charter.automations.journal import idempotency_key
-from charter.automations.plan import InvalidPlan
 from charter.core.config import Settings
 from charter.core.ed25519 import write_secret_key_file
 from charter.core.errors import (
@@ -27,6 +26,7 @@ from charter.core.errors import (
     LeaseLost,
     Malformed,
 )
+from charter.core.errors.automations import InvalidPlan
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Database
 from charter.machine.actions import (

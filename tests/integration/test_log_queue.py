@@ -232,8 +232,8 @@ def test_wait_log_answers_with_a_receipt_that_verifies(
 def test_the_publish_hook_retries_until_published_and_halts_behind_a_witness(
     pg_admin_url: str, template_database: str, tmp_path: Path
 ) -> None:
+    from charter.core.errors.log import CheckpointNotPublished, LogBehindWitness
     from charter.tlog.checkpoint import Checkpoint
-    from charter.tlog.errors import CheckpointNotPublished, LogBehindWitness
 
     calls: list[int] = []
 

@@ -339,13 +339,21 @@ def test_the_sdk_loads_nothing_of_the_automations_service() -> None:
     assert loaded.stdout.strip() == "[]"
 
 
-def test_unset_and_new_secret_are_the_cores_under_their_old_names() -> None:
-    from charter.automations import control
-    from charter.core import unset, webhook_secret
-
-    assert (control.UNSET, control.Unset) == (unset.UNSET, unset.Unset)
-    assert control.new_secret is webhook_secret.new_secret
-    assert control.SECRET_PREFIX == webhook_secret.SECRET_PREFIX
+def test_every_code_the_server_answers_comes_back_as_its_class_in_a_bare_sdk() -> None:
+    """A process that imports the SDK alone (no server module) still rebuilds every
+    catalogued code as the server's class: the table is explicit, not what is imported."""
+    program = (
+        "import sys, charter.sdk.errors as e; "
+        "from charter.core.errors.catalogue import WIRE_ERRORS; "
+        "wrong = [c.code for c in WIRE_ERRORS if e.error_class(c.code) is not c]; "
+        "names = [e.error_class(c).__name__ for c in ('run_finished', 'lease_lost')]; "
+        "print(wrong, *names, "
+        "sorted(m for m in sys.modules if m.startswith(('charter.automations', 'charter.tlog'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == "[] RunFinished LeaseLost []"
 
 
 def _argument(annotation: str) -> object:

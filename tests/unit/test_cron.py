@@ -15,12 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim
 
-from charter.automations.cron import (
-    InvalidSchedule,
-    next_occurrence,
-    validate_cron,
-    validate_timezone,
-)
+from charter.automations.cron import next_occurrence, validate_cron, validate_timezone
+from charter.core.errors.automations import InvalidSchedule
 
 
 def local(zone: str, text: str) -> datetime:

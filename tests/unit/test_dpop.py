@@ -12,7 +12,6 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from charter.automations.dpop import (
-    InvalidDpop,
     MachineIdentity,
     authenticate,
     check_jwk,
@@ -24,6 +23,7 @@ from charter.automations.dpop import (
 )
 from charter.core.ed25519 import L, SecretKey
 from charter.core.errors import DatabaseUnavailable, InvalidPublicKey
+from charter.core.errors.automations import InvalidDpop
 from charter.core.jsontypes import JsonValue
 
 NOW = datetime(2026, 6, 18, 10, 0, tzinfo=UTC)

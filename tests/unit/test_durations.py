@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from charter.core.errors.workflows import DurationError
 from charter.dsl.durations import format_duration, parse_duration
-from charter.dsl.errors import DurationError
 
 
 @pytest.mark.parametrize(

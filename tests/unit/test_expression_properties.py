@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from charter.core.errors.workflows import ExpressionError, ExpressionLimitError
 from charter.core.jsontypes import JsonValue
-from charter.dsl.errors import ExpressionError, ExpressionLimitError
 from charter.dsl.expressions import Expression, Scope, parse_condition, parse_expression
 from charter.dsl.printer import to_text
 from charter.dsl.syntax import (

@@ -8,8 +8,8 @@ from types import MappingProxyType
 
 import pytest
 
+from charter.core.errors.workflows import DslError, ExpressionError, ExpressionLimitError
 from charter.core.jsontypes import JsonValue
-from charter.dsl.errors import DslError, ExpressionError, ExpressionLimitError
 from charter.dsl.expressions import (
     RESERVED_ROOTS,
     Expression,

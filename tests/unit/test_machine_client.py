@@ -9,9 +9,9 @@ import asyncio
 import httpx
 import pytest
 
-from charter.automations.errors import StepOutOfOrder
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import DatabaseUnavailable
+from charter.core.errors.automations import StepOutOfOrder
 from charter.machine.client import MachineClient
 from charter.sdk import RetryPolicy
 from charter.sdk.protocol import NO_RETRY

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from charter.automations.plan import InvalidPlan, answer_condition, parse_plan, parse_policy
+from charter.automations.plan import answer_condition, parse_plan, parse_policy
 from charter.core import ijson
+from charter.core.errors.automations import InvalidPlan
 from charter.core.jsontypes import JsonObject, JsonValue
 
 

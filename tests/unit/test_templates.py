@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from charter.core.errors.workflows import DslError, TemplateError
 from charter.core.jsontypes import JsonValue
-from charter.dsl.errors import DslError, TemplateError
 from charter.dsl.expressions import Scope
 from charter.dsl.templates import MAX_TEMPLATE_DEPTH, compile_template, template_problems
 

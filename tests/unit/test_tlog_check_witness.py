@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from charter.audit.log_check import check_witness
+from charter.core.errors.log import WitnessUnreachable
 from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
 from charter.tlog.entry import LogEntry
-from charter.tlog.errors import WitnessUnreachable
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import root_of
 from charter.tlog.note import Ed25519Signer

@@ -8,6 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from charter.core.clock import FakeClock
+from charter.core.errors.log import (
+    BadNoteSignature,
+    CheckpointUntrusted,
+    MalformedCheckpoint,
+    MalformedKey,
+)
 from charter.tlog.checkpoint import (
     COSIGNATURE_V1,
     Checkpoint,
@@ -17,12 +23,6 @@ from charter.tlog.checkpoint import (
     cosignature_time,
     open_checkpoint,
     sign_checkpoint,
-)
-from charter.tlog.errors import (
-    BadNoteSignature,
-    CheckpointUntrusted,
-    MalformedCheckpoint,
-    MalformedKey,
 )
 from charter.tlog.merkle import EMPTY_ROOT
 from charter.tlog.note import (

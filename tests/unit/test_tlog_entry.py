@@ -7,8 +7,8 @@ import hmac
 
 import pytest
 
+from charter.core.errors.log import InvalidSalt, MalformedEntry
 from charter.tlog.entry import ENTRY_SIZE, LABEL, LogEntry, process_key
-from charter.tlog.errors import InvalidSalt, MalformedEntry
 from charter.tlog.merkle import leaf_hash
 
 SALT = bytes(range(32))

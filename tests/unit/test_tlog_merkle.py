@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charter.tlog.errors import LogProofInvalid, ProofRange
+from charter.core.errors.log import LogProofInvalid, ProofRange
 from charter.tlog.merkle import (
     EMPTY_ROOT,
     MemoryTree,

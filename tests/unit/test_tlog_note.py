@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     AmbiguousKey,
     BadNoteSignature,
     MalformedKey,

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from charter.core.clock import FakeClock
+from charter.core.errors.log import CheckpointUntrusted, MalformedPolicy
 from charter.tlog.checkpoint import Checkpoint, Cosigner, sign_checkpoint
-from charter.tlog.errors import CheckpointUntrusted, MalformedPolicy
 from charter.tlog.merkle import EMPTY_ROOT
 from charter.tlog.note import Ed25519Signer, add_signatures
 from charter.tlog.policy import NONE, parse_policy

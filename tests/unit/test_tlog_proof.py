@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from charter.core.clock import FakeClock
+from charter.core.errors.log import CheckpointUntrusted, LogProofInvalid, MalformedProof
 from charter.tlog.checkpoint import Checkpoint, Cosigner, sign_checkpoint
 from charter.tlog.entry import LogEntry
-from charter.tlog.errors import CheckpointUntrusted, LogProofInvalid, MalformedProof
 from charter.tlog.merkle import MemoryTree, prove_inclusion
 from charter.tlog.note import Ed25519Signer, add_signatures, parse_note, sign_note
 from charter.tlog.policy import parse_policy

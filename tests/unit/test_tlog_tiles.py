@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     LogProofInvalid,
     MalformedTile,
     MalformedTilePath,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from charter.core.errors import CharterError
+from charter.core.errors.log import CheckpointUntrusted, LogProofInvalid, MalformedNote
 from charter.tlog.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
-from charter.tlog.errors import CheckpointUntrusted, LogProofInvalid, MalformedNote
 from charter.tlog.merkle import EMPTY_ROOT
 from charter.tlog.note import Ed25519Signer, add_signatures, sign_note
 from charter.tlog.witness_protocol import MalformedWitnessRequest, encode_request

@@ -35,10 +35,11 @@ from charter.api.listing import listing
 from charter.api.schemas import request_body
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
-from charter.automations import checks, control
+from charter.automations import checks
 from charter.automations.store import Conn, Control
 from charter.automations.wakeups import run_hints
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.unset import Unset
 from charter.db.database import Role
 from charter.db.hints import send_hints
 
@@ -302,7 +303,7 @@ def add_schedule(
     changes = checks.schedule_changes(fields(body, {"cron", "timezone"}, {"maxOccurrences"}))
     assert isinstance(changes.cron, str)
     assert isinstance(changes.timezone, str)
-    budget = None if isinstance(changes.max_occurrences, control.Unset) else changes.max_occurrences
+    budget = None if isinstance(changes.max_occurrences, Unset) else changes.max_occurrences
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         record = _control(conn, token, context).add_schedule(
             automation_id, changes.cron, changes.timezone, budget
@@ -367,8 +368,8 @@ def add_webhook(
         record, secret = _control(conn, token, context).add_webhook(
             automation_id,
             changes.source,
-            None if isinstance(changes.event, control.Unset) else changes.event,
-            None if isinstance(changes.secret, control.Unset) else changes.secret,
+            None if isinstance(changes.event, Unset) else changes.event,
+            None if isinstance(changes.secret, Unset) else changes.secret,
         )
     return JSONResponse({**record.to_json(), "secret": secret}, status_code=201)
 

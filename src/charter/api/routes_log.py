@@ -21,11 +21,11 @@ from charter.api.contract import errors
 from charter.api.models import LogStatus
 from charter.api.state import Services, services
 from charter.core.errors import Malformed
+from charter.core.errors.log import LogNotConfigured, NotLogged, TileMissing
 from charter.db.database import Role
 from charter.tlog import metrics as _log_metrics  # noqa: F401 (its families on /metrics)
 from charter.tlog import store
 from charter.tlog.config import LogSettings
-from charter.tlog.errors import LogNotConfigured, NotLogged, TileMissing
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.serving import consistency_proof, inclusion_proof
 from charter.tlog.status import log_status

@@ -17,9 +17,9 @@ from charter.api.listing import listing
 from charter.api.state import Services, services
 from charter.auth.tokens import TokenInfo
 from charter.automations import checks, ledger
-from charter.automations.errors import RunNotFailed
 from charter.automations.store import Control
 from charter.core.errors import Malformed
+from charter.core.errors.automations import RunNotFailed
 from charter.db.database import Role
 
 router = APIRouter(tags=["runs"])

@@ -26,13 +26,7 @@ from typing import cast
 
 from charter.audit.evidence import EventRow, Evidence, Problem
 from charter.core.errors import Malformed
-from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import TimeFormatError, parse_rfc3339
-from charter.db.database import Conn
-from charter.db.queries import query
-from charter.tlog.checkpoint import Checkpoint, open_checkpoint
-from charter.tlog.entry import LogEntry, process_key
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     CheckpointUntrusted,
     LogProofInvalid,
     MalformedCheckpoint,
@@ -41,6 +35,12 @@ from charter.tlog.errors import (
     TileMissing,
     TlogError,
 )
+from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.timefmt import TimeFormatError, parse_rfc3339
+from charter.db.database import Conn
+from charter.db.queries import query
+from charter.tlog.checkpoint import Checkpoint, open_checkpoint
+from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import verify_inclusion
 from charter.tlog.note import parse_note

@@ -23,10 +23,10 @@ from pathlib import Path
 import httpx
 
 from charter.audit.evidence import Problem
+from charter.core.errors.log import LogNotConfigured, LogProofInvalid, TlogError, WitnessUnreachable
 from charter.core.jsontypes import JsonObject
 from charter.tlog.checkpoint import Checkpoint, open_checkpoint
 from charter.tlog.entry import LogEntry, process_key
-from charter.tlog.errors import LogNotConfigured, LogProofInvalid, TlogError, WitnessUnreachable
 from charter.tlog.logdir import LogDirectory, write_atomically
 from charter.tlog.merkle import prove_consistency, verify_consistency
 from charter.tlog.note import parse_note

@@ -20,7 +20,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from charter.automations.cron import InvalidSchedule, next_occurrence
+from charter.automations.cron import next_occurrence
 from charter.automations.ledger import Conn, RunRecord, admit_run
 from charter.automations.metrics import CRON_ADMISSIONS, CRON_CATCHUP
 from charter.automations.wakeups import run_hints
@@ -28,6 +28,7 @@ from charter.automations.webhooks import WebhookRejected, parse_delivery, verifi
 from charter.core import ijson
 from charter.core.clock import Clock, SystemClock, wait_any
 from charter.core.errors import Malformed
+from charter.core.errors.automations import InvalidSchedule
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role

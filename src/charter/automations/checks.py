@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from charter.automations import cron
-from charter.automations.control import SECRET_PREFIX, UNSET, Unset
-from charter.automations.cron import InvalidSchedule
-from charter.automations.errors import InvalidAutomation, InvalidWebhook
 from charter.automations.plan import parse_plan, parse_policy
 from charter.core.errors import CharterError, Malformed, NotFound
+from charter.core.errors.automations import InvalidAutomation, InvalidSchedule, InvalidWebhook
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.unset import UNSET, Unset
+from charter.core.webhook_secret import SECRET_PREFIX
 
 TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_NAME = 200

@@ -29,20 +29,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
-from charter.core.errors import CharterError
+from charter.core.errors.automations import InvalidSchedule
 
 MAX_CRON_LENGTH = 200
 MAX_TIMEZONE_LENGTH = 64
 _FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
 # cronsim's error messages name the field as "Bad <field>"; the message is reused.
 _BAD_FIELD = re.compile(r"Bad (second|minute|hour|day-of-month|month|day-of-week)")
-
-
-class InvalidSchedule(CharterError):
-    """The schedule is not a valid cron expression in a known IANA time zone."""
-
-    code = "invalid_schedule"
-    http_status = 422
 
 
 def validate_cron(expr: str) -> None:

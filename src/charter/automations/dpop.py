@@ -38,7 +38,8 @@ from jwt.exceptions import PyJWTError
 
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey, check_public_key, verify
-from charter.core.errors import CharterError, InvalidPublicKey, Malformed
+from charter.core.errors import InvalidPublicKey, Malformed
+from charter.core.errors.automations import InvalidDpop
 from charter.core.jsontypes import JsonObject, JsonValue
 
 PROOF_TYPE = "dpop+jwt"
@@ -51,13 +52,6 @@ _JWK_KEYS = frozenset({"kty", "crv", "x"})
 _B64URL_32 = re.compile(r"[A-Za-z0-9_-]{43}")
 _METHOD = re.compile(r"[A-Z]{1,16}")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-class InvalidDpop(CharterError):
-    """The DPoP proof is missing or invalid."""
-
-    code = "invalid_dpop"
-    http_status = 401
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from charter.automations import leases
 from charter.automations.dpop import (
     IAT_WINDOW_SECONDS,
     CheckedProof,
-    InvalidDpop,
     MachineIdentity,
     admit,
     check_proof,
@@ -37,6 +36,7 @@ from charter.automations.proof_store import DatabaseProofStore
 from charter.automations.wakeups import RunWakeups, run_hint
 from charter.core.clock import Clock
 from charter.core.errors import CharterError
+from charter.core.errors.automations import InvalidDpop
 from charter.db.database import Database, Role, pipelined_transaction
 from charter.db.hints import send_hints
 

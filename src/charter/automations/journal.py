@@ -18,8 +18,13 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from charter.automations.errors import StepCompleted, StepNotStarted, StepOutOfOrder, UnknownStep
 from charter.automations.ledger import RunRecord, StepRecord, run_steps
+from charter.core.errors.automations import (
+    StepCompleted,
+    StepNotStarted,
+    StepOutOfOrder,
+    UnknownStep,
+)
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonValue
 from charter.db.errors import translated

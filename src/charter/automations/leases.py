@@ -24,7 +24,6 @@ import psycopg
 from psycopg.rows import dict_row
 
 from charter.automations.dpop import MachineIdentity
-from charter.automations.errors import RunIncomplete
 from charter.automations.journal import (
     EndedSteps,
     complete_held,
@@ -36,6 +35,7 @@ from charter.automations.journal import (
 )
 from charter.automations.ledger import RunRecord, StepRecord, run_steps
 from charter.core.errors import LeaseLost, Malformed, NotFound
+from charter.core.errors.automations import RunIncomplete
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339

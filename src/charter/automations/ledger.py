@@ -16,9 +16,9 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from charter.automations.errors import RunFinished
 from charter.core import cursors
 from charter.core.errors import Malformed, NotFound
+from charter.core.errors.automations import RunFinished
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
 from charter.core.timefmt import format_rfc3339

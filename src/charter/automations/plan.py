@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from charter.core.errors import CharterError
+from charter.core.errors.automations import InvalidPlan
+from charter.core.errors.workflows import TemplateError
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.dsl.errors import TemplateError
 from charter.dsl.scope import Scope
 from charter.dsl.templates import Template, compile_template
 
@@ -43,13 +44,6 @@ def answer_condition(status: int) -> str | None:
     if 500 <= status <= 599:
         return "http_5xx"
     return None
-
-
-class InvalidPlan(CharterError):
-    """The plan is not a valid version 1 plan."""
-
-    code = "invalid_plan"
-    http_status = 422
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,6 @@ from charter.automations.checks import (
     check_timezone,
     parse_id,
 )
-from charter.automations.control import UNSET, Unset, new_secret
-from charter.automations.cron import InvalidSchedule
-from charter.automations.errors import AutomationPaused, NoPlan
 from charter.automations.ledger import RunRecord, admit_run, decode_cursor, encode_cursor
 from charter.automations.records import (
     AutomationRecord,
@@ -49,7 +46,10 @@ from charter.automations.records import (
 )
 from charter.core.clock import Clock
 from charter.core.errors import NotFound
+from charter.core.errors.automations import AutomationPaused, InvalidSchedule, NoPlan
 from charter.core.jsontypes import JsonValue
+from charter.core.unset import UNSET, Unset
+from charter.core.webhook_secret import new_secret
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.tracing import current_traceparent

@@ -16,11 +16,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from charter.automations.control import UNSET, Unset
 from charter.cli import remote, tables
 from charter.core import ijson
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonValue
+from charter.core.unset import UNSET, Unset
 from charter.sdk.client import Client
 from charter.sdk.results import (
     Automation,

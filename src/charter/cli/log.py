@@ -116,7 +116,7 @@ def _witnessed(policy: Policy, asked: Witnesses) -> WitnessCheck:
     problem (`log_rollback`, `checkpoint_equivocation`, ...), a witness that cannot be
     read is `witness_unreachable`."""
     from charter.audit.log_check import compare_with_witness
-    from charter.tlog.errors import WitnessUnreachable
+    from charter.core.errors.log import WitnessUnreachable
     from charter.tlog.mirror import REFUSALS, MirrorRefused
 
     def check(note: bytes, checkpoint: Checkpoint, tiles: Mapping[str, bytes]) -> None:
@@ -170,7 +170,7 @@ def mirror(
     what the mirror held, no two entries for one seq, and what the witnesses cosigned.
     Exits 3 when the source is refused, 1 when a witness cannot be read."""
     from charter.cli.verify_log import Witnesses, default_policy, read_policy
-    from charter.tlog.errors import WitnessUnreachable
+    from charter.core.errors.log import WitnessUnreachable
     from charter.tlog.mirror import MirrorRefused
     from charter.tlog.mirror import mirror as copy_log
 

@@ -24,10 +24,10 @@ import typer
 from charter.core.config import Settings
 from charter.core.ed25519 import write_private_file
 from charter.core.errors import ConfigurationError
+from charter.core.errors.log import MalformedKey
 from charter.tlog.checkpoint import Checkpoint, CosignatureVerifier, sign_checkpoint
 from charter.tlog.config import LogSettings, check_origin
 from charter.tlog.entry import SALT_SIZE
-from charter.tlog.errors import MalformedKey
 from charter.tlog.logdir import write_atomically
 from charter.tlog.merkle import EMPTY_ROOT
 from charter.tlog.note import Ed25519Signer, add_signatures

@@ -27,15 +27,15 @@ from charter.audit.log_check import (
 )
 from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
-from charter.db.database import Database, Role
-from charter.tlog import store as log_store
-from charter.tlog.config import LogSettings
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     CheckpointUntrusted,
     LogProofInvalid,
     TileMissing,
     WitnessUnreachable,
 )
+from charter.db.database import Database, Role
+from charter.tlog import store as log_store
+from charter.tlog.config import LogSettings
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.policy import Policy, parse_policy
 from charter.witness.local import LOCAL_SCHEME, read_local_witness

@@ -12,8 +12,8 @@ import typer
 
 from charter.cli.options import LogFormat, LogFormatName, LogLevel, LogLevelName, setup_telemetry
 from charter.core.errors import CharterError, KeyFileError
+from charter.core.errors.log import CheckpointUntrusted, LogProofInvalid
 from charter.tlog.checkpoint import Cosigner
-from charter.tlog.errors import CheckpointUntrusted, LogProofInvalid
 from charter.tlog.note import b64decode, b64encode
 from charter.tlog.witness_protocol import AddCheckpoint, MalformedWitnessRequest
 from charter.witness.config import (

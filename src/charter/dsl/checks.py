@@ -13,10 +13,10 @@ from datetime import timedelta
 
 from jsonschema import Draft202012Validator, FormatChecker
 
+from charter.core.errors.workflows import DslError, TemplateError
 from charter.core.jsontypes import JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
 from charter.dsl.durations import parse_duration
-from charter.dsl.errors import DslError, TemplateError
 from charter.dsl.expressions import Expression, parse_condition
 from charter.dsl.model import (
     ANY_STATE,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from charter.dsl.errors import DurationError
+from charter.core.errors.workflows import DurationError
 
 _UNITS: dict[str, int] = {
     "s": 1,

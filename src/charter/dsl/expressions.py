@@ -38,8 +38,8 @@ The language in full (docs/dsl.md#conditions is the summary for workflow authors
 
 from __future__ import annotations
 
+from charter.core.errors.workflows import ExpressionError
 from charter.core.jsontypes import JsonValue
-from charter.dsl.errors import ExpressionError
 from charter.dsl.evaluate import Evaluator, compile_node
 from charter.dsl.operations import to_json
 from charter.dsl.parsing import parse_tree

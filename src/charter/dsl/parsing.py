@@ -16,8 +16,8 @@ from typing import Any, TypeVar, cast
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from charter.core.errors.workflows import DurationError, ExpressionError, ExpressionLimitError
 from charter.dsl.durations import parse_duration
-from charter.dsl.errors import DurationError, ExpressionError, ExpressionLimitError
 from charter.dsl.operations import MAX_SAFE_INTEGER
 from charter.dsl.syntax import (
     FUNCTIONS,

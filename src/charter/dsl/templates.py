@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from charter.core.errors.workflows import ExpressionError, ExpressionLimitError, TemplateError
 from charter.core.jsontypes import JsonValue
-from charter.dsl.errors import ExpressionError, ExpressionLimitError, TemplateError
 from charter.dsl.expressions import Expression, Scope, parse_expression
 
 MAX_TEMPLATE_DEPTH = 64

@@ -5,7 +5,7 @@ Each request is an SDK `Call` whose `attempt_headers` add a new proof (and the s
 trace) to every try; `Attempts` holds the call's deadline and, with a retry policy,
 its tries (none by default: the executor releases a run a failed call leaves, and a
 later claim is its retry). Error answers become the CharterError of their code
-(`lease_lost` is `LeaseLost`, `invalid_dpop` is `InvalidDpop`, ...: `REFUSALS`);
+(`lease_lost` is `LeaseLost`, `invalid_dpop` is `InvalidDpop`, ...);
 transport failures are raised as httpx's own exceptions, so
 `failures.transient_failure` can tell a timeout from a refusal. Every call must
 finish, its whole answer read, within `timeout` seconds (15 s by default); past it the
@@ -26,17 +26,10 @@ from urllib.parse import quote
 import httpx
 
 from charter import deadline
-from charter.automations.dpop import InvalidDpop, make_proof, public_jwk
-from charter.automations.errors import (
-    RunIncomplete,
-    StepCompleted,
-    StepNotStarted,
-    StepOutOfOrder,
-    UnknownStep,
-)
+from charter.automations.dpop import make_proof, public_jwk
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey
-from charter.core.errors import CharterError, LeaseLost
+from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339, parse_rfc3339
 from charter.sdk.client import Client
@@ -61,18 +54,6 @@ DEFAULT_WAIT_SECONDS = 20.0
 DEFAULT_LEASE_SECONDS = 30.0
 # A claim answers 200 with a run, or 204 when there is none.
 _CLAIMED = frozenset({200, 204})
-
-# The machine API's own refusals. An error answer is rebuilt as the class of its code
-# among the classes imported (`charter.sdk.errors.error_class`): these are imported.
-REFUSALS: tuple[type[CharterError], ...] = (
-    InvalidDpop,
-    LeaseLost,
-    UnknownStep,
-    StepOutOfOrder,
-    StepCompleted,
-    StepNotStarted,
-    RunIncomplete,
-)
 
 
 @dataclass(frozen=True)

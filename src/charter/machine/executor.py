@@ -44,10 +44,10 @@ from typing import Protocol
 
 from opentelemetry.trace import Span, StatusCode
 
-from charter.automations.dpop import InvalidDpop
-from charter.automations.plan import InvalidPlan, Plan, Policy, Step, parse_plan, parse_policy
+from charter.automations.plan import Plan, Policy, Step, parse_plan, parse_policy
 from charter.core.crashpoints import STEP_RETURNED_BEFORE_JOURNAL, crash_point
 from charter.core.errors import CharterError, LeaseLost
+from charter.core.errors.automations import InvalidDpop, InvalidPlan
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonValue
 from charter.machine.actions import ActionCall, TargetAnswered

@@ -14,7 +14,7 @@ from datetime import datetime
 from charter.core import cursors, identifiers
 from charter.core.cursors import encode_cursor as encode_cursor
 from charter.core.decimal import parse_decimal
-from charter.core.errors import Malformed
+from charter.core.errors.lists import InvalidCursor, InvalidFilter, InvalidLimit
 from charter.core.timefmt import parse_rfc3339
 
 DEFAULT_LIMIT = 50
@@ -24,24 +24,6 @@ MAX_LIMIT = 500
 # be in an id, so a `q` holding them is refused.
 _ID_PREFIX = identifiers.NAME
 _LIKE_SPECIAL = re.compile(r"([\\%_])")
-
-
-class InvalidCursor(Malformed):
-    """The cursor is not one this API returned."""
-
-    code = "invalid_cursor"
-
-
-class InvalidLimit(Malformed):
-    """limit must be between 1 and 500."""
-
-    code = "invalid_limit"
-
-
-class InvalidFilter(Malformed):
-    """A filter parameter is invalid."""
-
-    code = "invalid_filter"
 
 
 @dataclass(frozen=True)

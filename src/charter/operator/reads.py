@@ -13,19 +13,14 @@ from typing import Any, cast
 
 from psycopg.rows import dict_row
 
+from charter.core.errors.lists import InvalidCursor
 from charter.core.jsontypes import JsonObject
 from charter.core.timefmt import format_rfc3339
 from charter.db.database import Conn
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.engine.records import ProcessView
-from charter.operator.paging import (
-    InvalidCursor,
-    Position,
-    decode_cursor,
-    encode_cursor,
-    workflow_filter,
-)
+from charter.operator.paging import Position, decode_cursor, encode_cursor, workflow_filter
 
 SCHEDULED_STATUSES = ("active", "claimed", "cancelled", "exhausted", "skipped", "failed")
 QUEUE_STATUSES = ("pending", "claimed", "completed", "skipped", "failed")

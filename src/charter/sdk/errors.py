@@ -25,6 +25,7 @@ import httpx
 
 from charter.core import ijson
 from charter.core.errors import CharterError
+from charter.core.errors.catalogue import BY_CODE
 from charter.core.jsontypes import JsonObject
 
 
@@ -66,19 +67,16 @@ class WaitTimeout(CharterError):
     http_status = 408
 
 
-def _subclasses(cls: type[CharterError]) -> list[type[CharterError]]:
-    found = []
-    for sub in cls.__subclasses__():
-        found += [sub, *_subclasses(sub)]
-    return found
+_CLIENT_ERRORS: dict[str, type[CharterError]] = {
+    cls.code: cls
+    for cls in (ApiUnavailable, ApiTimeout, UnexpectedResponse, UnexpectedStatus, WaitTimeout)
+}
 
 
 def error_class(code: str) -> type[CharterError]:
-    """The CharterError subclass whose wire code is `code` (CharterError if none)."""
-    for cls in _subclasses(CharterError):
-        if cls.__dict__.get("code") == code:
-            return cls
-    return CharterError
+    """The CharterError subclass whose wire code is `code` (CharterError if none): the
+    server's catalogue first, then this client's own."""
+    return BY_CODE.get(code) or _CLIENT_ERRORS.get(code) or CharterError
 
 
 @cache

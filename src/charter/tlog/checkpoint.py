@@ -20,7 +20,7 @@ from charter.core import ed25519
 from charter.core.clock import Clock, SystemClock
 from charter.core.decimal import UINT64_MAX, parse_decimal
 from charter.core.errors import InvalidPublicKey
-from charter.tlog.errors import CheckpointUntrusted, MalformedCheckpoint, MalformedKey
+from charter.core.errors.log import CheckpointUntrusted, MalformedCheckpoint, MalformedKey
 from charter.tlog.merkle import HASH_SIZE
 from charter.tlog.note import (
     NamedSecretKey,

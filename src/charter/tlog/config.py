@@ -31,8 +31,8 @@ from pathlib import Path
 
 from charter.core.config import Settings
 from charter.core.errors import ConfigurationError
+from charter.core.errors.log import LogNotConfigured, MalformedKey
 from charter.tlog.entry import SALT_SIZE
-from charter.tlog.errors import LogNotConfigured, MalformedKey
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.note import Ed25519Signer, valid_name
 

@@ -18,7 +18,7 @@ import hmac
 import re
 from dataclasses import dataclass
 
-from charter.tlog.errors import InvalidSalt, MalformedEntry
+from charter.core.errors.log import InvalidSalt, MalformedEntry
 from charter.tlog.merkle import leaf_hash
 
 LABEL = b"charter-event/1\n"

@@ -31,9 +31,9 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from charter.core.errors.log import TileMissing
 from charter.tlog.checkpoint import Checkpoint
 from charter.tlog.entry import LogEntry
-from charter.tlog.errors import TileMissing
 from charter.tlog.note import parse_note
 from charter.tlog.tiles import TILE_WIDTH, NodeCache, Tile, decode_bundle
 

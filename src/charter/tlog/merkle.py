@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from charter.tlog.errors import LogProofInvalid, ProofRange
+from charter.core.errors.log import LogProofInvalid, ProofRange
 
 HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()

@@ -16,8 +16,14 @@ from collections.abc import Iterator, MutableSequence
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from charter.core.errors.log import (
+    DbBehindLog,
+    LogBehindDb,
+    LogBehindWitness,
+    LogGap,
+    LogQueueForged,
+)
 from charter.core.metrics import REGISTRY
-from charter.tlog.errors import DbBehindLog, LogBehindDb, LogBehindWitness, LogGap, LogQueueForged
 
 # The `reason` label of charter_log_halted: a halt is stored as 1 + its index here.
 HALT_CODES = tuple(

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import httpx
 
+from charter.core.errors.log import LogNotConfigured, LogProofInvalid, TlogError
 from charter.tlog.checkpoint import Checkpoint
 from charter.tlog.entry import LogEntry
-from charter.tlog.errors import LogNotConfigured, LogProofInvalid, TlogError
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import tree_root
 from charter.tlog.note import parse_note

@@ -21,7 +21,7 @@ from typing import ClassVar, Protocol
 
 from charter.core import ed25519
 from charter.core.errors import InvalidPublicKey, InvalidSecretKey
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     AmbiguousKey,
     BadNoteSignature,
     MalformedKey,

@@ -16,17 +16,17 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from charter.core.errors.log import (
+    BadNoteSignature,
+    CheckpointUntrusted,
+    MalformedKey,
+    MalformedPolicy,
+)
 from charter.tlog.checkpoint import (
     Checkpoint,
     CosignatureVerifier,
     OpenedCheckpoint,
     open_checkpoint,
-)
-from charter.tlog.errors import (
-    BadNoteSignature,
-    CheckpointUntrusted,
-    MalformedKey,
-    MalformedPolicy,
 )
 from charter.tlog.note import Ed25519Verifier, UnverifiedNote
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from charter.core.decimal import UINT64_MAX, parse_decimal
-from charter.tlog.errors import MalformedProof
+from charter.core.errors.log import MalformedProof
 from charter.tlog.merkle import HASH_SIZE, verify_inclusion
 from charter.tlog.note import b64decode, b64encode
 from charter.tlog.policy import Policy, TrustedCheckpoint

@@ -13,10 +13,10 @@ import asyncio
 from urllib.parse import parse_qs
 
 from charter.core.errors import Malformed
+from charter.core.errors.log import NotLogged
 from charter.db.database import Database, Role
 from charter.tlog import store
 from charter.tlog.config import LogSettings
-from charter.tlog.errors import NotLogged
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.serving import inclusion_proof
 

@@ -31,12 +31,7 @@ from charter.core.crashpoints import (
     LOG_BEFORE_DB_COMMIT,
     crash_point,
 )
-from charter.db.database import Conn, Role, connect, pipelined_transaction
-from charter.db.errors import translated
-from charter.tlog import store
-from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
-from charter.tlog.entry import LogEntry, process_key
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     CheckpointNotPublished,
     DbBehindLog,
     LogBehindDb,
@@ -46,6 +41,11 @@ from charter.tlog.errors import (
     LogQueueForged,
     TlogError,
 )
+from charter.db.database import Conn, Role, connect, pipelined_transaction
+from charter.db.errors import translated
+from charter.tlog import store
+from charter.tlog.checkpoint import Checkpoint, sign_checkpoint
+from charter.tlog.entry import LogEntry, process_key
 from charter.tlog.heads import Head, HeadIndex
 from charter.tlog.logdir import UNPUBLISHED, LogDirectory, write_atomically
 from charter.tlog.merkle import EMPTY_ROOT, tree_root

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from charter.core.errors.log import NotLogged, ProofRange
 from charter.tlog.checkpoint import Checkpoint
-from charter.tlog.errors import NotLogged, ProofRange
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.merkle import prove_consistency, prove_inclusion
 from charter.tlog.note import b64encode, parse_note

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from charter.tlog.errors import MalformedPolicy
+from charter.core.errors.log import MalformedPolicy
 from charter.tlog.logdir import LogDirectory
 from charter.tlog.note import parse_note
 from charter.tlog.policy import NONE, parse_policy

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     LogProofInvalid,
     MalformedTile,
     MalformedTilePath,

@@ -43,8 +43,8 @@ from typing import Literal
 
 import httpx
 
+from charter.core.errors.log import TlogError
 from charter.tlog.checkpoint import Checkpoint, CosignatureVerifier
-from charter.tlog.errors import TlogError
 from charter.tlog.note import Signature, add_signatures, open_note, parse_note
 from charter.tlog.policy import NONE, Policy
 from charter.tlog.witness_protocol import (

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from charter.core.decimal import UINT64_MAX, parse_decimal
-from charter.tlog.errors import TlogError
+from charter.core.errors.log import TlogError
 from charter.tlog.merkle import HASH_SIZE
 from charter.tlog.note import b64decode, b64encode
 

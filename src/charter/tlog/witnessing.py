@@ -36,8 +36,8 @@ from pathlib import Path
 import httpx
 
 from charter.core.errors import ConfigurationError
+from charter.core.errors.log import CheckpointNotPublished, LogBehindWitness, MalformedPolicy
 from charter.tlog.checkpoint import Checkpoint
-from charter.tlog.errors import CheckpointNotPublished, LogBehindWitness, MalformedPolicy
 from charter.tlog.logdir import WITNESS_SIZES, LogDirectory, write_atomically
 from charter.tlog.merkle import prove_consistency
 from charter.tlog.note import Ed25519Verifier

@@ -20,8 +20,8 @@ from pathlib import Path
 from charter.core.clock import Clock
 from charter.core.ed25519 import read_private_file, write_private_file
 from charter.core.errors import KeyFileError
+from charter.core.errors.log import MalformedKey, MalformedPolicy
 from charter.tlog.checkpoint import Cosigner
-from charter.tlog.errors import MalformedKey, MalformedPolicy
 from charter.tlog.note import Ed25519Verifier
 from charter.tlog.policy import parse_policy
 from charter.witness.errors import WitnessConfigError

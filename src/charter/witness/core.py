@@ -23,12 +23,12 @@ import logging
 from dataclasses import dataclass
 
 from charter.core.clock import Clock, SystemClock
-from charter.tlog.checkpoint import Checkpoint, Cosigner, open_checkpoint
-from charter.tlog.errors import (
+from charter.core.errors.log import (
     BadNoteSignature,
     CheckpointUntrusted,
     LogProofInvalid,
 )
+from charter.tlog.checkpoint import Checkpoint, Cosigner, open_checkpoint
 from charter.tlog.merkle import EMPTY_ROOT, verify_consistency
 from charter.tlog.note import Signature, UnverifiedNote, b64encode, parse_note
 from charter.tlog.witness_protocol import AddCheckpoint, MalformedWitnessRequest

@@ -7,7 +7,7 @@ a missing or bad log signature (403) is `CheckpointUntrusted`; a bad consistency
 
 from __future__ import annotations
 
-from charter.tlog.errors import TlogError
+from charter.core.errors.log import TlogError
 
 
 class UnknownLog(TlogError):

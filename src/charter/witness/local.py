@@ -20,8 +20,8 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from charter.core.errors.log import WitnessUnreachable
 from charter.tlog.checkpoint import Cosigner
-from charter.tlog.errors import WitnessUnreachable
 from charter.tlog.policy import LOCAL_WITNESS_SCHEME
 from charter.witness.config import (
     KEY_FILE,

@@ -1,10 +1,9 @@
-"""The automations service's refusals, each with its wire code and HTTP status.
+"""The automations service's refusals (control API, plans, schedules, DPoP, the step
+journal), each with its wire code and HTTP status.
 
-They live apart from the modules that raise them so that a client imports the classes
-without the database code: the SDK and the machine client rebuild an error answer as
-the class of its code (`charter.sdk.errors.error_class`), which finds only classes
-that are imported. `InvalidSchedule` (cron.py) and `InvalidPlan` (plan.py) stay with
-the parsers that raise them.
+They live apart from the modules that raise them, in the error catalogue
+(`charter.core.errors.catalogue`), so that a client rebuilds them without loading any
+server code.
 """
 
 from __future__ import annotations
@@ -95,3 +94,24 @@ class RunIncomplete(CharterError):
 
     code = "run_incomplete"
     http_status = 409
+
+
+class InvalidSchedule(CharterError):
+    """The schedule is not a valid cron expression in a known IANA time zone."""
+
+    code = "invalid_schedule"
+    http_status = 422
+
+
+class InvalidPlan(CharterError):
+    """The plan is not a valid version 1 plan."""
+
+    code = "invalid_plan"
+    http_status = 422
+
+
+class InvalidDpop(CharterError):
+    """The DPoP proof is missing or invalid."""
+
+    code = "invalid_dpop"
+    http_status = 401

@@ -3,6 +3,10 @@
 Each class carries its wire `code`, HTTP status and whether retrying may help; the
 docstring is the default message. The API maps these to responses in one place and the
 database layer maps SQLSTATEs to them in one place (`charter.db.errors`).
+
+The general errors are here; those of one domain beside them (`workflows`,
+`automations`, `lists`, `log`), and every class the API can answer with is in the one
+table of `catalogue`.
 """
 
 from __future__ import annotations
