@@ -159,3 +159,16 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The packages whose modules never run SQL of their own: they call the stores below.
+WITHOUT_SQL = ("api", "cli", "sdk", "machine", "dsl", "core", "witness", "demo", "apidocs")
+
+
+def test_routes_commands_and_clients_run_no_sql_of_their_own() -> None:
+    running = sorted(
+        module
+        for module, targets in MODULE_EDGES.items()
+        if _package(module) in WITHOUT_SQL and "charter.db.queries" in targets
+    )
+    assert running == []
