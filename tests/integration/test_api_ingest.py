@@ -23,7 +23,8 @@ from charter.core.clock import SystemClock
 from charter.core.config import Settings
 from charter.core.envelope import Submission, sign
 from charter.db.database import Database
-from charter.engine.process_event import Accepted, Engine, Reads
+from charter.engine.process_event import Accepted, Engine
+from charter.engine.reads import Reads
 from tests.integration.apikit import Harness, dumps, make_harness, new_id
 from tests.integration.liveserver import live_server
 

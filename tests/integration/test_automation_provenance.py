@@ -17,7 +17,7 @@ from charter.core.errors import CharterError, LeaseLost, ReservedField, WrongSta
 from charter.core.timefmt import parse_rfc3339
 from charter.db.database import Database, Role
 from charter.db.errors import translated
-from charter.engine.process_event import Reads
+from charter.engine.reads import Reads
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow, fired_input
 from charter.firing.bookkeeping import Bookkeeping
 from charter.firing.outcomes import Outcome

@@ -15,7 +15,8 @@ from charter.core.clock import FakeClock
 from charter.core.errors import NotDue
 from charter.db.database import Database, Role
 from charter.engine import metrics
-from charter.engine.process_event import Engine, Reads
+from charter.engine.process_event import Engine
+from charter.engine.reads import Reads
 from charter.firing.batch import Firer
 from charter.firing.bookkeeping import Bookkeeping
 from charter.firing.outcomes import FiringPolicy, Outcome

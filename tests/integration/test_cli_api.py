@@ -18,7 +18,7 @@ from charter.core.clock import SystemClock
 from charter.core.ed25519 import SecretKey, write_secret_key_file
 from charter.core.envelope import sign
 from charter.db.database import Database
-from charter.engine.process_event import Reads
+from charter.engine.reads import Reads
 from charter.sdk import Client
 from tests.integration.apikit import ERRANDS, ERRANDS_DEFINITION, Harness, bearer, make_harness
 

@@ -32,7 +32,7 @@ from charter.core.errors import (
 )
 from charter.db.database import Database, Role
 from charter.engine import actors
-from charter.engine.process_event import Reads
+from charter.engine.reads import Reads
 from tests.integration.world import (
     ONBOARDING,
     World,

@@ -28,7 +28,7 @@ from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Envelope, sign
 from charter.db.database import Database, Role, connect
 from charter.engine import actors
-from charter.engine.process_event import Reads
+from charter.engine.reads import Reads
 from charter.engine.rules import has_automation_meta
 from charter.firing.outcomes import Outcome
 from tests.integration.world import World, new_process_id

@@ -16,7 +16,8 @@ import pytest
 from charter.core.clock import FakeClock
 from charter.core.errors import Duplicate, StalePrev
 from charter.db.database import Database, Role
-from charter.engine.process_event import SUBMISSION_CODES, Reads
+from charter.engine.process_event import SUBMISSION_CODES
+from charter.engine.reads import Reads
 from charter.engine.store import Store
 from charter.engine.work import QueueRow, ScheduledRow, WorkRow
 from charter.firing.batch import Firer

@@ -22,7 +22,7 @@ from charter.core.ed25519 import SecretKey
 from charter.core.envelope import sign
 from charter.core.errors import ForbiddenRole, StalePrev, Unauthorized, UnknownProcess
 from charter.db.database import Database
-from charter.engine.process_event import Reads
+from charter.engine.reads import Reads
 from charter.operator.hub import HintHub
 from charter.sdk import Process, RetryPolicy, WaitTimeout
 from tests.integration.apikit import ERRANDS, Harness, make_harness, new_id

@@ -47,7 +47,8 @@ from charter.core.config import Settings
 from charter.core.errors import TooLarge
 from charter.db.database import Database
 from charter.db.hint_sender import HintSender
-from charter.engine.process_event import Engine, Reads
+from charter.engine.process_event import Engine
+from charter.engine.reads import Reads
 from charter.operator.hub import HintHub
 
 

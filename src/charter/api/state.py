@@ -10,7 +10,8 @@ from fastapi import Request
 from charter.automations.wakeups import RunWakeups
 from charter.core.config import Settings
 from charter.db.database import Database
-from charter.engine.process_event import Engine, Reads
+from charter.engine.process_event import Engine
+from charter.engine.reads import Reads
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from charter.core.envelope import Submission, verify_submission
 from charter.core.errors import CharterError
 from charter.db.database import Conn, Sync
-from charter.engine.process_event import SUBMISSION_CODES, Accepted, Engine, Tally
+from charter.engine.effects import Tally
+from charter.engine.process_event import SUBMISSION_CODES, Accepted, Engine
 from charter.engine.provenance import work_ref
 from charter.engine.store import DecisionInputs, Store, WorkRef
 

@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import psycopg
 
 from charter.core.clock import Clock, SystemClock
 from charter.core.config import Settings
-from charter.core.envelope import Envelope, Submission, genesis_envelope, verify_submission
+from charter.core.envelope import Envelope, Submission, verify_submission
 from charter.core.errors import (
     CharterError,
     ClockSkew,
     Duplicate,
-    InvalidWorkflow,
     StalePrev,
     UnknownActor,
     UnknownProcess,
@@ -32,27 +30,21 @@ from charter.core.errors import (
     WorkflowMismatch,
 )
 from charter.core.jsontypes import JsonObject
-from charter.core.timefmt import format_rfc3339
 from charter.db.database import Conn, Database, Role, Sync, act_as, pipelined_transaction
 from charter.db.hint_sender import HintSender
-from charter.db.hints import Hint, hint, send_hints
-from charter.dsl.durations import format_duration
+from charter.db.hints import send_hints
 from charter.engine import metrics
-from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade, cascade_diagnostic
+from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade
+from charter.engine.effects import Effects, Tally, appended_hint
 from charter.engine.provenance import already_fired, refuse_if_fired, work_ref, work_row_for
-from charter.engine.records import ActorContext, ProcessView, StoredEvent
+from charter.engine.records import ActorContext, ProcessView
 from charter.engine.registry import Registry
-from charter.engine.rules import Decision, decide
+from charter.engine.rules import decide
 from charter.engine.store import DecisionInputs, Store
 from charter.engine.work import WorkRow
 from charter.tracing import span
 
 log = logging.getLogger(__name__)
-
-MAX_SPAWN_DEPTH = 8  # a child's create action may spawn too, but not without end
-SCHEDULES_CHANNEL = "scheduled_actions_changed"
-QUEUE_CHANNEL = "automation_queue_changed"
-EVENTS_CHANNEL = "charter_events"  # an event was appended: for live views, not the worker
 
 # Codes a submitter can cause; anything else is an engine or database failure.
 SUBMISSION_CODES = frozenset(
@@ -76,29 +68,6 @@ SUBMISSION_CODES = frozenset(
         "not_due",
     }
 )
-
-
-@dataclass
-class Tally:
-    """What accepted events did that metrics count once their transaction committed."""
-
-    accepted: int = 0
-    cascade_stops: int = 0
-    render_failures: int = 0
-    rejected: list[str] = field(default_factory=list)  # codes, logged in the transaction
-    hints: list[Hint] = field(default_factory=list)  # NOTIFY hints, sent after the COMMIT
-    # (process, schedule id) of every live schedule the events cancelled or replaced: a
-    # row an event cancelled — even the very row it fired — is finished by the engine,
-    # not by the worker's bookkeeping.
-    cancelled_schedules: set[tuple[str, str]] = field(default_factory=set)
-
-    def count(self) -> None:
-        """Add to the metrics: call after the commit (once per tally)."""
-        metrics.EVENTS_ACCEPTED.inc(self.accepted)
-        metrics.CASCADE_STOPS.inc(self.cascade_stops)
-        metrics.AUTO_RENDER_FAILURES.inc(self.render_failures)
-        for code in self.rejected:
-            metrics.EVENTS_REJECTED.labels(code=code).inc()
 
 
 @dataclass(frozen=True)
@@ -359,9 +328,11 @@ class Engine:
         )
         if work is not None:
             store.insert_firing(work, event_hash)
-        tally.hints.append(_appended(envelope.process, seq, event_hash, envelope.action, actor))
+        tally.hints.append(appended_hint(envelope.process, seq, event_hash, envelope.action, actor))
         cascade = Cascade.after(work, event_hash)
-        self._persist_effects(store, envelope, event_hash, actor, decision, cascade, tally, depth=0)
+        Effects(self.registry, self.max_auto_cascade).persist(
+            store, envelope, event_hash, actor, decision, cascade, tally, depth=0
+        )
         # No system_log row for an accepted event: the events table is that log.
         if flush:
             self.flush(store, event_hash, work)
@@ -401,252 +372,6 @@ class Engine:
         if disabled_at is not None:
             raise UnknownActor(f"actor {actor_id!r} is disabled")
         return ActorContext(actor_id, public_key, roles)
-
-    # --- effects ---------------------------------------------------------------------
-
-    def _persist_effects(
-        self,
-        store: Store,
-        envelope: Envelope,
-        event_hash: str,
-        actor: ActorContext,
-        decision: Decision,
-        cascade: Cascade,
-        tally: Tally,
-        *,
-        depth: int,
-    ) -> None:
-        """Queue the writes of an event's effects (nothing is waited for here)."""
-        process_id, path = envelope.process, envelope.workflow
-        provenance = {"event_hash": event_hash, "action": envelope.action, "actor": envelope.actor}
-        # Cancellations hint the worker from SQL (their rows are only known there);
-        # new rows get their ids here, so their hints need no answer from the database.
-        if decision.cancels:
-            store.cancel_schedules(
-                process_id=process_id,
-                schedule_ids=decision.cancels,
-                event_hash=event_hash,
-                reason=f"cancelled by {envelope.action}",
-            )
-        tally.cancelled_schedules.update(
-            (process_id, schedule_id)
-            for schedule_id in (*decision.cancels, *(s.id for s in decision.schedules))
-        )
-        for schedule in decision.schedules:
-            store.cancel_schedules(
-                process_id=process_id,
-                schedule_ids=[schedule.id],
-                event_hash=event_hash,
-                reason="replaced",
-            )
-            work_id = str(uuid.uuid4())
-            store.insert_schedule(
-                work_id=work_id,
-                schedule_id=schedule.id,
-                process_id=process_id,
-                workflow_path=path,
-                action_name=schedule.action,
-                action_data=schedule.data,
-                run_at=schedule.run_at,
-                interval=format_duration(schedule.every) if schedule.every else None,
-                until=schedule.until,
-                max_count=schedule.count,
-                **provenance,
-            )
-            tally.hints.append(
-                hint(
-                    SCHEDULES_CHANNEL,
-                    {
-                        "id": work_id,
-                        "process_id": process_id,
-                        "workflow_path": path,
-                        "action_name": schedule.action,
-                        "run_at": format_rfc3339(schedule.run_at),
-                        "kind": "scheduled_action",
-                        "op": "scheduled",
-                    },
-                )
-            )
-        for work in decision.auto:
-            error = work.error
-            if error is None and cascade.depth >= self.max_auto_cascade:
-                chain = store.cascade_chain(process_id, cascade.origin)
-                error = cascade_diagnostic(
-                    cascade,
-                    self.max_auto_cascade,
-                    work.action,
-                    chain[1:],
-                    chain[0] if chain else None,
-                )
-            queued = str(uuid.uuid4())
-            store.insert_auto_work(
-                work_id=queued,
-                process_id=process_id,
-                workflow_path=path,
-                action_name=work.action,
-                action_data=work.data,
-                available_state=work.available_state,
-                cascade_depth=cascade.depth,
-                cascade_origin=cascade.origin,
-                error=error,
-                **provenance,
-            )
-            if error is not None:
-                stopped = work.error is None
-                tally.cascade_stops += stopped
-                tally.render_failures += not stopped
-                store.log(
-                    "automation.cascade_stopped" if stopped else "automation.render_failed",
-                    level="warning",
-                    code="cascade_limit" if stopped else "auto_data",
-                    process_id=process_id,
-                    actor=envelope.actor,
-                    action=work.action,
-                    event_hash=event_hash,
-                    message=error,
-                    detail={
-                        "work_id": queued,
-                        "cascade_depth": cascade.depth,
-                        "cascade_origin": cascade.origin,
-                        "limit": self.max_auto_cascade,
-                    },
-                )
-            else:
-                tally.hints.append(
-                    hint(
-                        QUEUE_CHANNEL,
-                        {
-                            "id": queued,
-                            "process_id": process_id,
-                            "workflow_path": path,
-                            "action_name": work.action,
-                            "kind": "auto_action",
-                        },
-                    )
-                )
-        for spawn in decision.spawns:
-            self._spawn(
-                store,
-                envelope,
-                event_hash,
-                actor,
-                spawn.workflow,
-                spawn.process,
-                spawn.action,
-                spawn.data,
-                cascade,
-                tally,
-                depth=depth + 1,
-            )
-
-    def _spawn(
-        self,
-        store: Store,
-        parent: Envelope,
-        parent_hash: str,
-        actor: ActorContext,
-        workflow_path: str,
-        process_id: str,
-        action: str,
-        data: JsonObject,
-        cascade: Cascade,
-        tally: Tally,
-        *,
-        depth: int,
-    ) -> None:
-        if depth > MAX_SPAWN_DEPTH:
-            raise InvalidWorkflow(f"spawning goes deeper than {MAX_SPAWN_DEPTH} levels")
-        version, workflow = self.registry.current(store, workflow_path)
-        genesis = genesis_envelope(
-            parent, process=process_id, workflow=workflow_path, action=action, input=data
-        )
-        genesis_hash = genesis.hash()
-        decision = decide(None, workflow, genesis, actor, event_hash=genesis_hash, genesis=True)
-        if not store.insert_process(
-            process_id=process_id,
-            workflow_path=workflow_path,
-            state=decision.state,
-            parent_id=parent.process,
-            parent_event_hash=parent_hash,
-        ):
-            raise Duplicate(f"cannot spawn {process_id!r}: the process already exists")
-        store.insert_event(
-            process_id=process_id,
-            seq=1,
-            event_hash=genesis_hash,
-            prev_hash=None,
-            kind="spawn",
-            envelope_text=genesis.message().decode("utf-8"),
-            signature=None,
-            actor=genesis.actor,
-            actor_id=actor.id,
-            actor_roles=actor.roles,
-            action=action,
-            workflow_path=workflow_path,
-            workflow_version=version,
-            cause_hash=parent_hash,
-        )
-        store.advance_process(
-            process_id=process_id,
-            state=decision.state,
-            data=decision.data,
-            head_hash=genesis_hash,
-            seq=1,
-        )
-        # A genesis is part of its parent's event: it carries on the parent's cascade.
-        self._persist_effects(
-            store, genesis, genesis_hash, actor, decision, cascade, tally, depth=depth
-        )
-        tally.hints.append(_appended(process_id, 1, genesis_hash, action, actor))
-        store.log(
-            "process.spawned",
-            process_id=process_id,
-            actor=genesis.actor,
-            action=action,
-            event_hash=genesis_hash,
-            detail={"parent": parent.process, "cause": parent_hash, "workflow_version": version},
-        )
-
-
-class Reads:
-    """The engine's read side: processes, events and work rows, as the reader role."""
-
-    def __init__(self, database: Database) -> None:
-        self.database = database
-
-    def process(self, process_id: str) -> ProcessView:
-        with self.database.connection(Role.READER) as conn, conn.transaction():
-            found = Store(conn).get_process(process_id)
-        if found is None:
-            raise UnknownProcess(f"no process {process_id!r}")
-        return found
-
-    def children(self, process_id: str) -> list[ProcessView]:
-        with self.database.connection(Role.READER) as conn, conn.transaction():
-            return Store(conn).child_processes(process_id)
-
-    def events(self, process_id: str) -> list[StoredEvent]:
-        with self.database.connection(Role.READER) as conn, conn.transaction():
-            store = Store(conn)
-            if store.get_process(process_id) is None:
-                raise UnknownProcess(f"no process {process_id!r}")
-            return store.process_events(process_id)
-
-    def automation(self, process_id: str) -> tuple[list[JsonObject], list[JsonObject]]:
-        """(scheduled actions, queue rows) of a process."""
-        with self.database.connection(Role.READER) as conn, conn.transaction():
-            store = Store(conn)
-            if store.get_process(process_id) is None:
-                raise UnknownProcess(f"no process {process_id!r}")
-            return store.process_work(process_id)
-
-
-def _appended(process_id: str, seq: int, event_hash: str, action: str, actor: ActorContext) -> Hint:
-    return hint(
-        EVENTS_CHANNEL,
-        {"process": process_id, "seq": seq, "hash": event_hash, "action": action,
-         "actor_id": actor.id},
-    )  # fmt: skip
 
 
 def _duplicate(

@@ -43,7 +43,8 @@ from charter.core.resign import ReadHead, drive, sign_on_head
 from charter.db.database import Database, Role, act_as, pipelined_transaction
 from charter.db.hints import send_hints
 from charter.engine.batch import BatchAborted, EngineBatch
-from charter.engine.process_event import Accepted, Engine, Tally
+from charter.engine.effects import Tally
+from charter.engine.process_event import Accepted, Engine
 from charter.engine.work import ScheduledRow, WorkRow
 from charter.firing.bookkeeping import Bookkeeping
 from charter.firing.metrics import count_fires
