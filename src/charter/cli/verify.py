@@ -12,42 +12,37 @@ says so). Exit 0 when everything verifies, 1 otherwise.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, cast
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
-from charter.audit.bundle_log import BundleTrust, bundle_checkpoint, compare_bundle_with_witness
-from charter.audit.evidence import Problem, VerificationReport
-from charter.audit.log_check import MissingProcess
+from charter.audit.evidence import VerificationReport
 from charter.audit.verify_pool import default_jobs, verify_processes
 from charter.audit.verify_stored import (
     export_bundle,
     process_ids,
-    verify_bundle,
-    verify_bundle_log,
     verify_process,
 )
-from charter.cli.verify_log import LogCheck, Witnesses, default_policy
-from charter.core import ijson
+from charter.cli.verify_bundle import bundle_trust, pinned_keys, verify_file
+from charter.cli.verify_log import LogCheck, Witnesses
+from charter.cli.verify_report import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    log_notes,
+    print_missing,
+    print_summary,
+    show,
+    write_json,
+)
 from charter.core.config import Settings
-from charter.core.ed25519 import check_public_key
-from charter.core.errors import ConfigurationError, InvalidPublicKey, Malformed, UnknownProcess
-from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.errors import UnknownProcess
+from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
 from charter.db.embedded import database_url
 from charter.tlog.config import LogSettings
-from charter.tlog.policy import Policy, parse_policy
-
-EXIT_OK = 0
-EXIT_PROBLEMS = 1
-EXIT_UNREADABLE = 2
-UNREADABLE_CODE = "unreadable_file"
 
 
 def verify(
@@ -179,15 +174,15 @@ def verify(
     if bundle is not None:
         if log_dir is not None:
             raise typer.BadParameter("--log checks stored chains; a bundle carries its proof")
-        pinned = _pinned_keys(automation_keys) if automation_keys else None
+        pinned = pinned_keys(automation_keys) if automation_keys else None
         replay_bundle = True if replay is None else replay
-        trust = _bundle_trust(policy, salt, require=require_log, grace_s=log_grace)
+        trust = bundle_trust(policy, salt, require=require_log, grace_s=log_grace)
         asked = (
             Witnesses.choose(trust.policy, witnesses or (), offline=offline)
             if trust.policy
             else None
         )
-        raise typer.Exit(_verify_file(bundle, replay_bundle, pinned, trust, asked, as_json=as_json))
+        raise typer.Exit(verify_file(bundle, replay_bundle, pinned, trust, asked, as_json=as_json))
     if automation_keys:
         raise typer.BadParameter("--automation-key applies only to --bundle FILE")
     if log_dir is None and (policy or salt or require_log or witnesses or offline):
@@ -224,12 +219,12 @@ def _verify_one(
             raise
         report, summary = gone
         extra: JsonObject = {"log": cast(JsonObject, summary)}
-        return _show(process_id, report, as_json=as_json, extra=extra)
+        return show(process_id, report, as_json=as_json, extra=extra)
     if check is None:
-        return _show(process_id, report, as_json=as_json)
+        return show(process_id, report, as_json=as_json)
     report, summary = check(process_id, report)
-    notes = _log_notes(summary, check)
-    return _show(
+    notes = log_notes(summary, check)
+    return show(
         process_id, report, as_json=as_json, extra={"log": cast(JsonObject, summary)}, notes=notes
     )
 
@@ -251,167 +246,7 @@ def export(
     log = LogSettings.from_env().log_directory()
     with database_url(Settings.from_env()) as url, Database(url, max_size=1) as database:
         bundle = export_bundle(database, process_id, log, wait_log=wait_log)
-    _write_json(bundle, indent=1)
-
-
-def _bundle_trust(
-    policy: Path | None, salt: Path | None, *, require: bool, grace_s: float
-) -> BundleTrust:
-    """What verifying a bundle's log proof trusts: the policy given, else the default one
-    if it exists (none: a proof is `checkpoint_untrusted`), and the salt only if given."""
-    settings, log_settings = Settings.from_env(), LogSettings.from_env()
-    path = policy or default_policy(settings, log_settings)
-    parsed = None
-    if policy is not None or path.is_file():
-        try:
-            parsed = parse_policy(path.read_bytes())
-        except OSError as exc:
-            raise ConfigurationError(f"cannot read the policy {path}: {exc}") from None
-    salted = None
-    if salt is not None:
-        salted = LogSettings(log_settings.directory, log_settings.key_file, salt).salt()
-    return BundleTrust(parsed, salted, settings.home / "trust", require, grace_s)
-
-
-def _log_notes(summary: dict[str, object], check: LogCheck) -> list[str]:
-    if not summary:
-        return []
-    latest = summary["latest_in_log"]
-    seq = latest["seq"] if isinstance(latest, dict) else "none"
-    return [
-        f"log: {summary['origin']} at size {summary['checkpoint_size']}: latest logged seq"
-        f" {seq}, {summary['unlogged']} event(s) not logged yet",
-        f"log: {check.witnesses.note()}",
-    ]
-
-
-def _pinned_keys(values: list[str]) -> tuple[str, ...]:
-    keys = []
-    for value in values:
-        key = value.strip().lower()
-        try:
-            check_public_key(key)
-        except InvalidPublicKey as exc:
-            raise typer.BadParameter(f"--automation-key {value!r}: {exc.message}") from None
-        keys.append(key)
-    return tuple(keys)
-
-
-def _verify_file(
-    path: Path,
-    replay: bool,
-    pinned: tuple[str, ...] | None,
-    trust: BundleTrust,
-    asked: Witnesses | None,
-    *,
-    as_json: bool,
-) -> int:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        message = f"{path}: cannot read: {exc.strerror or exc}"
-        if as_json:
-            # A script gets the failure as data, as every command's errors under --json.
-            error = {"code": UNREADABLE_CODE, "message": message, "path": str(path)}
-            typer.echo(json.dumps({"error": error}, ensure_ascii=True), err=True)
-        else:
-            Console(stderr=True).print(message, markup=False)
-        return EXIT_UNREADABLE
-    log: JsonObject | None = None
-    try:
-        value = ijson.loads(raw)
-        report = verify_bundle(value, replay=replay, automation_keys=pinned)
-        report, log = verify_bundle_log(value, report, trust)
-        if log is not None and log.get("proven") and asked is not None:
-            report, log = _bundle_witnesses(value, report, log, trust, asked)
-    except Malformed as exc:
-        # A file that is not I-JSON is bad evidence, not an unusable command line.
-        report = VerificationReport.of(0, [Problem(None, "malformed_bundle", exc.message)])
-    extra: JsonObject = {
-        "replayed": replay,
-        "automation_keys": "bundle" if pinned is None else "pinned",
-    }
-    if log is not None:  # a charter-export/1 report stays as it was
-        extra["log"] = log
-    notes = [
-        "automation keys: "
-        + (
-            "as the bundle itself lists them (not pinned: give --automation-key HEX "
-            "to check against keys you trust)"
-            if pinned is None
-            else f"pinned ({len(pinned)} given with --automation-key)"
-        ),
-        "state and data: "
-        + ("replayed from the events" if replay else "not checked (--no-replay)"),
-    ]
-    log_note = _bundle_log_note(log)
-    notes += [log_note] if log_note else []
-    if log is not None and log.get("proven") and asked is not None:
-        notes.append(f"log: {asked.note()}")
-    return _show(str(path), report, as_json=as_json, extra=extra, notes=notes)
-
-
-def _bundle_witnesses(
-    bundle: JsonValue,
-    report: VerificationReport,
-    log: JsonObject,
-    trust: BundleTrust,
-    asked: Witnesses,
-) -> tuple[VerificationReport, JsonObject]:
-    """The bundle's proven checkpoint against what the witnesses cosigned since."""
-    assert trust.policy is not None
-    note = bundle_checkpoint(bundle)
-    problems = asked.ask(
-        lambda url, held: compare_bundle_with_witness(
-            url, held, cast("Policy", trust.policy), note
-        ),
-        str(log["origin"]),
-    )
-    merged = VerificationReport.of(report.events, [*report.problems, *problems])
-    return merged, log | cast(JsonObject, asked.summary())
-
-
-def _bundle_log_note(log: JsonObject | None) -> str | None:
-    if log is None:
-        return None
-    if not log.get("proven"):
-        return f"log: {log.get('origin')}: no proof verified"
-    return (
-        f"log: seq {log['seq']} proven in {log['origin']} at size {log['checkpoint_size']}"
-        f" (witnesses: {', '.join(cast(list[str], log['witnesses'])) or 'none'});"
-        f" {log['unlogged']} later event(s) not proven; completeness: lower bound only"
-    )
-
-
-def _show(
-    subject: str,
-    report: VerificationReport,
-    *,
-    as_json: bool,
-    extra: JsonObject | None = None,
-    notes: list[str] | None = None,
-) -> int:
-    status = EXIT_OK if report.ok else EXIT_PROBLEMS
-    if as_json:
-        _write_json(report.to_json() | (extra or {}))
-        return status
-    console = Console()
-    for note in notes or []:
-        console.print(f"{subject}: {note}", markup=False, soft_wrap=True)
-    if report.ok:
-        console.print(
-            f"{subject}: ok ({report.events} events verified)", markup=False, soft_wrap=True
-        )
-        return status
-    table = Table("seq", "code", "message", title=f"{subject}: problems", title_justify="left")
-    for problem in report.problems:
-        seq = "-" if problem.seq is None else str(problem.seq)
-        table.add_row(seq, problem.code, Text(problem.message))
-    console.print(table)
-    console.print(
-        f"{subject}: {len(report.problems)} problem(s) in {report.events} events", markup=False
-    )
-    return status
+    write_json(bundle, indent=1)
 
 
 def _verify_all(
@@ -451,47 +286,9 @@ def _verify_all(
             summary["missing"] = [
                 {**m.problem(check.size).to_json(), **m.to_json()} for m in missing
             ]
-        _write_json(summary)
+        write_json(summary)
     else:
-        _print_summary(len(ids), events, failed)
+        print_summary(len(ids), events, failed)
         if check is not None:
-            _print_missing(missing, check.size)
+            print_missing(missing, check.size)
     return EXIT_PROBLEMS if failed or missing else EXIT_OK
-
-
-def _print_summary(total: int, events: int, failed: list[tuple[str, VerificationReport]]) -> None:
-    console = Console()
-    if failed:
-        table = Table("process", "seq", "code", "message", title="failures", title_justify="left")
-        for process_id, report in failed:
-            for problem in report.problems:
-                seq = "-" if problem.seq is None else str(problem.seq)
-                table.add_row(Text(process_id), seq, problem.code, Text(problem.message))
-        console.print(table)
-    console.print(
-        f"{total} process(es), {events} events: {total - len(failed)} ok, {len(failed)} failed",
-        markup=False,
-    )
-
-
-def _print_missing(missing: list[MissingProcess], size: int) -> None:
-    """One whole line per process the log holds and the database lacks (keys are 64 hex:
-    a table would cut them)."""
-    console = Console()
-    for gone in missing:
-        console.print(
-            f"process_missing: key {gone.process_key.hex()}, indexes {gone.first_index}.."
-            f"{gone.last_index}, last logged seq {gone.last_seq}",
-            markup=False,
-            soft_wrap=True,
-        )
-    console.print(
-        f"log at size {size}: {len(missing)} logged process(es) missing from the database",
-        markup=False,
-    )
-
-
-def _write_json(value: JsonObject, *, indent: int | None = None) -> None:
-    # ASCII with \u escapes: any terminal encoding will do, and a reader gets back the
-    # same strings (envelope_text included, code point for code point).
-    typer.echo(json.dumps(value, ensure_ascii=True, allow_nan=False, indent=indent))
