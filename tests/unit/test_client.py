@@ -332,8 +332,7 @@ def test_the_sdk_loads_nothing_of_the_automations_service() -> None:
     # are the SDK's results, so they must not bring pydantic (the API's) along.
     heavy = ("charter.automations", "charter.api", "psycopg", "pydantic")
     program = (
-        "import sys, charter.sdk; "
-        f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))"
+        f"import sys, charter.sdk; print(sorted(m for m in sys.modules if m.startswith({heavy!r})))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
