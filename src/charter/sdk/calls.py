@@ -51,6 +51,7 @@ CREATED = frozenset({201})
 NO_CONTENT = frozenset({204})
 Query = Mapping[str, str | int | datetime | None]
 # How each answer that is a wire object is read.
+_Actor = parser(Actor)
 _Automation = parser(Automation)
 _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
@@ -184,34 +185,34 @@ def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
 
 
 def actors() -> Call[list[Actor]]:
-    return _get("/v1/actors", _items(Actor.parse))
+    return _get("/v1/actors", _items(_Actor))
 
 
 def actor(actor_id: str) -> Call[Actor]:
-    return _get(f"/v1/actors/{_segment(actor_id)}", Actor.parse)
+    return _get(f"/v1/actors/{_segment(actor_id)}", _Actor)
 
 
 def add_actor(actor_id: str, public_key: str, roles: list[str]) -> Call[Actor]:
     body: JsonObject = {"id": actor_id, "public_key": public_key, "roles": list(roles)}
-    return _send("POST", "/v1/actors", Actor.parse, body, expect=CREATED)
+    return _send("POST", "/v1/actors", _Actor, body, expect=CREATED)
 
 
 def rotate_key(actor_id: str, public_key: str) -> Call[Actor]:
     path = f"/v1/actors/{_segment(actor_id)}/keys"
-    return _send("POST", path, Actor.parse, {"public_key": public_key})
+    return _send("POST", path, _Actor, {"public_key": public_key})
 
 
 def set_roles(actor_id: str, roles: list[str]) -> Call[Actor]:
     path = f"/v1/actors/{_segment(actor_id)}/roles"
-    return _send("POST", path, Actor.parse, {"roles": list(roles)})
+    return _send("POST", path, _Actor, {"roles": list(roles)})
 
 
 def disable_actor(actor_id: str) -> Call[Actor]:
-    return _send("POST", f"/v1/actors/{_segment(actor_id)}/disable", Actor.parse)
+    return _send("POST", f"/v1/actors/{_segment(actor_id)}/disable", _Actor)
 
 
 def enable_actor(actor_id: str) -> Call[Actor]:
-    return _send("POST", f"/v1/actors/{_segment(actor_id)}/enable", Actor.parse)
+    return _send("POST", f"/v1/actors/{_segment(actor_id)}/enable", _Actor)
 
 
 # --- operator views --------------------------------------------------------------------

@@ -47,6 +47,7 @@ from charter.wire.automations import (
 from charter.wire.automations import (
     Webhook as Webhook,
 )
+from charter.wire.engine import Actor as Actor
 
 T = TypeVar("T")
 W = TypeVar("W", bound=wire.Wire)
@@ -325,32 +326,6 @@ class Deployed:
         warnings = tuple(r.objects("warnings")) if "warnings" in body else ()
         unchanged = r.flag("unchanged") if "unchanged" in body else False
         return cls(Deployment.parse(body), warnings, unchanged, body)
-
-
-@dataclass(frozen=True)
-class Actor:
-    id: str
-    roles: tuple[str, ...]
-    # The active key (64 hex).
-    public_key: str
-    disabled: bool
-    created_at: datetime
-    # How many keys the actor has held, the active one included.
-    keys: int
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Actor:
-        r = _Reader(body, "actor")
-        return cls(
-            id=r.text("id"),
-            roles=_strings(r, "roles"),
-            public_key=r.text("public_key"),
-            disabled=r.flag("disabled"),
-            created_at=r.time("created_at"),
-            keys=r.integer("keys"),
-            raw=body,
-        )
 
 
 @dataclass(frozen=True)
