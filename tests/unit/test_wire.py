@@ -130,7 +130,7 @@ def test_a_flattened_object_shares_its_keys_with_the_detail() -> None:
 
 
 def test_keys_of_their_own_and_optional_keys() -> None:
-    step = {"id": "a", "actionId": "http.request", "input": {"url": "x"}}
+    step: JsonObject = {"id": "a", "actionId": "http.request", "input": {"url": "x"}}
     plan = wire.parse(
         Plan,
         {
