@@ -1,5 +1,8 @@
 """What the SDK's calls return: frozen dataclasses, each parsed from its response object.
 
+The objects `charter.wire` defines are re-exported as they are (read with `parser`); the
+others are still described here, each with its own `parse`.
+
 Every result keeps the object it came from in `raw` (what `--json` prints); a missing or
 mistyped field is `UnexpectedResponse`, never a half-filled value. Times are aware
 `datetime`s.
