@@ -19,6 +19,7 @@ ROOT = SRC / "charter"
 # layer do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "tracing", "logs", "deadline", "console"),
+    ("wire",),
     ("db", "dsl", "sdk", "apidocs"),
     ("engine", "tlog", "auth", "demo"),
     ("audit", "firing", "automations", "operator", "witness"),

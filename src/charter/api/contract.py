@@ -14,15 +14,9 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
-from charter.core import identifiers
+from charter.wire.patterns import HEX64, NAME, PRINCIPAL, TIME, UUID, WORKFLOW_PATH
 
-# Identifiers, as the database CHECKs and the parsers allow them.
-NAME = identifiers.anchored(identifiers.NAME)
-PRINCIPAL = identifiers.anchored(identifiers.PRINCIPAL)
-WORKFLOW_PATH = identifiers.anchored(identifiers.WORKFLOW_PATH)
-HEX64 = r"^[0-9a-f]{64}$"
-UUID = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
-TIME = "RFC 3339 UTC with milliseconds, e.g. 2026-06-18T10:00:00.000Z"
+__all__ = ["HEX64", "NAME", "PRINCIPAL", "TIME", "UUID", "WORKFLOW_PATH"]
 
 
 class ErrorDetail(BaseModel):

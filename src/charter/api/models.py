@@ -7,12 +7,20 @@ may be added to any object; the ones listed here are relied on.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from charter.api.contract import HEX64, NAME, PRINCIPAL, TIME, WORKFLOW_PATH
+from charter.api.contract import HEX64, NAME, TIME, WORKFLOW_PATH
 from charter.api.listing import alias_field, cursor_field
+from charter.api.wire_models import model
+from charter.wire import engine as wire
+
+if TYPE_CHECKING:
+    # What the envelopes below name in annotations; made at run time from the wire.
+    Actor = BaseModel
+else:
+    Actor = model(wire.Actor)
 
 Json = Any  # any JSON value
 
@@ -200,15 +208,6 @@ class Warning(BaseModel):
 class Deployed(Deployment):
     warnings: list[Warning] = Field(description="What deploys but deserves a look.")
     unchanged: bool = Field(description="True (and 200): the path ran this definition already.")
-
-
-class Actor(BaseModel):
-    id: str = Field(pattern=PRINCIPAL)
-    roles: list[str]
-    public_key: str | None = Field(pattern=HEX64, description="The active key.")
-    disabled: bool
-    created_at: str = _TIME
-    keys: int = Field(ge=0, description="How many keys it has held.")
 
 
 class Actors(BaseModel):

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from charter import wire
 from charter.api.auth import require
 from charter.api.automation_models import (
     Automation,
@@ -38,10 +39,11 @@ from charter.auth.tokens import TokenInfo
 from charter.automations import checks
 from charter.automations.store import Conn, Control
 from charter.automations.wakeups import run_hints
-from charter.core.jsontypes import JsonObject, JsonValue
+from charter.core.jsontypes import JsonValue
 from charter.core.unset import Unset
 from charter.db.database import Role
 from charter.db.hints import send_hints
+from charter.wire import automations
 
 router = APIRouter(tags=["automations"])
 Context = Annotated[Services, Depends(services)]
@@ -232,13 +234,13 @@ def show_automation(automation_id: AutomationId, context: Context, token: Reader
     with context.database.connection(Role.READER) as conn, conn.transaction():
         store = _control(conn, token, context)
         record = store.automation(automation_id)
-        detail: JsonObject = {
-            **record.to_json(),
-            "schedules": [s.to_json() for s in store.schedules(record.id)],
-            "webhooks": [w.to_json() for w in store.webhooks(record.id)],
-            "plan": plan.to_json() if (plan := store.plan_or_none(record.id)) else None,
+        detail = {
+            "automation": record,
+            "schedules": store.schedules(record.id),
+            "webhooks": store.webhooks(record.id),
+            "plan": store.plan_or_none(record.id),
         }
-    return JSONResponse(detail)
+    return JSONResponse(wire.to_json(detail, automations.AutomationDetail))
 
 
 @router.patch(

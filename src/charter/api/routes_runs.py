@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 
+from charter import wire
 from charter.api.auth import require
 from charter.api.automation_models import Run, RunDetail, RunPage
 from charter.api.contract import UUID, answers
@@ -21,6 +22,7 @@ from charter.automations.store import Control
 from charter.core.errors import Malformed
 from charter.core.errors.automations import RunNotFailed
 from charter.db.database import Role
+from charter.wire import automations
 
 router = APIRouter(tags=["runs"])
 Context = Annotated[Services, Depends(services)]
@@ -38,7 +40,7 @@ def list_runs(
         str | None,
         Query(
             description="Only runs in this status.",
-            json_schema_extra={"enum": list(ledger.RUN_STATUSES)},
+            json_schema_extra={"enum": list(automations.RUN_STATUSES)},
         ),
     ] = None,
     automation_id: Annotated[
@@ -81,7 +83,7 @@ def show_run(run_id: RunId, context: Context, token: Reader) -> JSONResponse:
     with context.database.connection(Role.READER) as conn, conn.transaction():
         run = ledger.get_run(conn, token.principal, run_id, everyone=token.admin)
         steps = ledger.run_steps(conn, run.id)
-    return JSONResponse({**run.to_json(), "steps": [s.to_json() for s in steps]})
+    return JSONResponse(wire.to_json({"run": run, "steps": steps}, automations.RunDetail))
 
 
 @router.post(

@@ -16,18 +16,18 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from charter import wire
 from charter.core import cursors
 from charter.core.errors import Malformed, NotFound
 from charter.core.errors.automations import RunFinished
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
-from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
+from charter.wire.automations import RUN_STATUSES, Run, RunStep
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 TriggerKind = Literal["schedule", "webhook", "manual"]
-RUN_STATUSES = ("pending", "running", "completed", "failed")
 
 
 @dataclass(frozen=True)
@@ -57,27 +57,7 @@ class RunRecord(RowRecord):
 
     def to_json(self) -> JsonObject:
         """The API shape; the lease token is a secret of the machine holding it."""
-        return {
-            "id": str(self.id),
-            "principal": self.principal,
-            "automation_id": str(self.automation_id),
-            "trigger_id": str(self.trigger_id) if self.trigger_id else None,
-            "trigger_kind": self.trigger_kind,
-            "target": self.target,
-            "status": self.status,
-            "plan": self.plan,
-            "input": self.input,
-            "scheduled_for": _time(self.scheduled_for),
-            "lease_owner": self.lease_owner,
-            "lease_expires_at": _time(self.lease_expires_at),
-            "retry_at": _time(self.retry_at),
-            "attempts": self.attempts,
-            "output": self.output,
-            "error": self.error,
-            "created_at": _time(self.created_at),
-            "started_at": _time(self.started_at),
-            "finished_at": _time(self.finished_at),
-        }
+        return wire.to_json(self, Run)
 
 
 @dataclass(frozen=True)
@@ -94,17 +74,7 @@ class StepRecord(RowRecord):
     finished_at: datetime | None
 
     def to_json(self) -> JsonObject:
-        return {
-            "step_id": self.step_id,
-            "position": self.position,
-            "status": self.status,
-            "idempotency_key": self.idempotency_key,
-            "output": self.output,
-            "error": self.error,
-            "attempts": self.attempts,
-            "started_at": _time(self.started_at),
-            "finished_at": _time(self.finished_at),
-        }
+        return wire.to_json(self, RunStep)
 
 
 def admit_run(
@@ -242,7 +212,3 @@ def _uuid(value: uuid.UUID | str) -> uuid.UUID:
         return uuid.UUID(value)
     except ValueError:
         raise NotFound(f"no such id {value!r}") from None
-
-
-def _time(moment: datetime | None) -> str | None:
-    return format_rfc3339(moment) if moment is not None else None

@@ -11,13 +11,14 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from charter import wire
 from charter.automations.dpop import thumbprint
 from charter.core.errors import InvalidPublicKey, Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
-from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
+from charter.wire.automations import Machine
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -33,15 +34,7 @@ class MachineRecord(RowRecord):
     disabled_at: datetime | None
 
     def to_json(self) -> JsonObject:
-        return {
-            "id": self.id,
-            "target": self.target,
-            "principal": self.principal,
-            "thumbprint": self.thumbprint,
-            "public_jwk": self.public_jwk,
-            "created_at": format_rfc3339(self.created_at),
-            "disabled_at": format_rfc3339(self.disabled_at) if self.disabled_at else None,
-        }
+        return wire.to_json(self, Machine)
 
 
 @dataclass(frozen=True)
@@ -54,11 +47,7 @@ class MachineStatus:
     runs_in_progress: int
 
     def to_json(self) -> JsonObject:
-        return {
-            **self.machine.to_json(),
-            "last_seen_at": format_rfc3339(self.last_seen_at) if self.last_seen_at else None,
-            "runs_in_progress": self.runs_in_progress,
-        }
+        return wire.to_json({**vars(self.machine), **vars(self)}, Machine)
 
 
 def register_machine(

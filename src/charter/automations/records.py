@@ -1,6 +1,6 @@
 """The control API's records: an automation, its schedule and webhook triggers and its
-plan, as rows read them and as the API shows them. A webhook trigger never shows its
-secret: no record holds it."""
+plan, as rows read them; the API shows them as `charter.wire.automations` describes. A
+webhook trigger never shows its secret: no record holds it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from charter import wire
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.rows import RowRecord
-from charter.core.timefmt import format_rfc3339
+from charter.wire.automations import Automation, Plan, Schedule, Webhook
 
 
 @dataclass(frozen=True)
@@ -24,15 +25,7 @@ class AutomationRecord(RowRecord):
     updated_at: datetime
 
     def to_json(self) -> JsonObject:
-        return {
-            "id": str(self.id),
-            "principal": self.principal,
-            "name": self.name,
-            "target": self.target,
-            "enabled": self.enabled,
-            "created_at": format_rfc3339(self.created_at),
-            "updated_at": format_rfc3339(self.updated_at),
-        }
+        return wire.to_json(self, Automation)
 
 
 @dataclass(frozen=True)
@@ -48,17 +41,7 @@ class ScheduleRecord(RowRecord):
     updated_at: datetime
 
     def to_json(self) -> JsonObject:
-        return {
-            "id": str(self.id),
-            "automation_id": str(self.automation_id),
-            "cron": self.cron,
-            "timezone": self.timezone,
-            "next_run_at": format_rfc3339(self.next_run_at),
-            "remaining_occurrences": self.remaining_occurrences,
-            "enabled": self.enabled,
-            "created_at": format_rfc3339(self.created_at),
-            "updated_at": format_rfc3339(self.updated_at),
-        }
+        return wire.to_json(self, Schedule)
 
 
 @dataclass(frozen=True)
@@ -73,18 +56,11 @@ class WebhookRecord(RowRecord):
     created_at: datetime
     updated_at: datetime
 
+    # The column is NOT NULL: every trigger has one, which no response reveals.
+    has_secret = True
+
     def to_json(self) -> JsonObject:
-        return {
-            "id": str(self.id),
-            "automation_id": str(self.automation_id),
-            "source": self.source,
-            "event": self.event,
-            "enabled": self.enabled,
-            # The column is NOT NULL: every trigger has one, which no response reveals.
-            "has_secret": True,
-            "created_at": format_rfc3339(self.created_at),
-            "updated_at": format_rfc3339(self.updated_at),
-        }
+        return wire.to_json(self, Webhook)
 
 
 @dataclass(frozen=True)
@@ -97,11 +73,4 @@ class PlanRecord(RowRecord):
     updated_at: datetime
 
     def to_json(self) -> JsonObject:
-        return {
-            "automation_id": str(self.automation_id),
-            "version": self.version,
-            "steps": self.steps,
-            "allowlist": self.allowlist,
-            "limits": self.limits,
-            "updated_at": format_rfc3339(self.updated_at),
-        }
+        return wire.to_json(self, Plan)

@@ -18,14 +18,15 @@ from typing import Any, cast
 import psycopg
 from psycopg.types.json import Jsonb
 
+from charter import wire
 from charter.core import identifiers
 from charter.core.ed25519 import check_public_key
 from charter.core.errors import AutomationRolesFixed, Duplicate, Forbidden, Malformed, NotFound
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.engine.records import AUTOMATION_ACTOR_ID, AUTOMATION_ROLE
+from charter.wire.engine import Actor
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 _ID = identifiers.PRINCIPAL
@@ -41,15 +42,16 @@ class ActorRecord:
     created_at: datetime
     key_count: int
 
+    @property
+    def disabled(self) -> bool:
+        return self.disabled_at is not None
+
+    @property
+    def keys(self) -> int:
+        return self.key_count
+
     def to_json(self) -> JsonObject:
-        return {
-            "id": self.id,
-            "roles": list(self.roles),
-            "public_key": self.public_key,
-            "disabled": self.disabled_at is not None,
-            "created_at": format_rfc3339(self.created_at),
-            "keys": self.key_count,
-        }
+        return wire.to_json(self, Actor)
 
 
 def check_roles(actor_id: str, roles: Sequence[str]) -> list[str]:

@@ -41,6 +41,7 @@ from charter.sdk.results import (
     Workflow,
     WorkItem,
     _page,
+    parser,
 )
 
 T = TypeVar("T")
@@ -49,6 +50,16 @@ T = TypeVar("T")
 CREATED = frozenset({201})
 NO_CONTENT = frozenset({204})
 Query = Mapping[str, str | int | datetime | None]
+# How each answer that is a wire object is read.
+_Actor = parser(Actor)
+_Automation = parser(Automation)
+_AutomationDetail = parser(AutomationDetail)
+_Machine = parser(Machine)
+_Plan = parser(Plan)
+_Run = parser(Run)
+_RunDetail = parser(RunDetail)
+_Schedule = parser(Schedule)
+_Webhook = parser(Webhook)
 
 
 def _get(path: str, parse: Callable[[JsonObject], T], params: Query | None = None) -> Call[T]:
@@ -174,34 +185,34 @@ def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
 
 
 def actors() -> Call[list[Actor]]:
-    return _get("/v1/actors", _items(Actor.parse))
+    return _get("/v1/actors", _items(_Actor))
 
 
 def actor(actor_id: str) -> Call[Actor]:
-    return _get(f"/v1/actors/{_segment(actor_id)}", Actor.parse)
+    return _get(f"/v1/actors/{_segment(actor_id)}", _Actor)
 
 
 def add_actor(actor_id: str, public_key: str, roles: list[str]) -> Call[Actor]:
     body: JsonObject = {"id": actor_id, "public_key": public_key, "roles": list(roles)}
-    return _send("POST", "/v1/actors", Actor.parse, body, expect=CREATED)
+    return _send("POST", "/v1/actors", _Actor, body, expect=CREATED)
 
 
 def rotate_key(actor_id: str, public_key: str) -> Call[Actor]:
     path = f"/v1/actors/{_segment(actor_id)}/keys"
-    return _send("POST", path, Actor.parse, {"public_key": public_key})
+    return _send("POST", path, _Actor, {"public_key": public_key})
 
 
 def set_roles(actor_id: str, roles: list[str]) -> Call[Actor]:
     path = f"/v1/actors/{_segment(actor_id)}/roles"
-    return _send("POST", path, Actor.parse, {"roles": list(roles)})
+    return _send("POST", path, _Actor, {"roles": list(roles)})
 
 
 def disable_actor(actor_id: str) -> Call[Actor]:
-    return _send("POST", f"/v1/actors/{_segment(actor_id)}/disable", Actor.parse)
+    return _send("POST", f"/v1/actors/{_segment(actor_id)}/disable", _Actor)
 
 
 def enable_actor(actor_id: str) -> Call[Actor]:
-    return _send("POST", f"/v1/actors/{_segment(actor_id)}/enable", Actor.parse)
+    return _send("POST", f"/v1/actors/{_segment(actor_id)}/enable", _Actor)
 
 
 # --- operator views --------------------------------------------------------------------
@@ -271,7 +282,7 @@ def _work(
 
 
 def machines() -> Call[list[Machine]]:
-    return _get("/v1/machines", _items(Machine.parse))
+    return _get("/v1/machines", _items(_Machine))
 
 
 def register_machine(
@@ -288,15 +299,15 @@ def register_machine(
         body["id"] = machine_id
     if principal is not None:
         body["principal"] = principal
-    return _send("POST", "/v1/machines", Machine.parse, body, expect=CREATED)
+    return _send("POST", "/v1/machines", _Machine, body, expect=CREATED)
 
 
 def disable_machine(machine_id: str) -> Call[Machine]:
-    return _send("POST", f"/v1/machines/{_segment(machine_id)}/disable", Machine.parse)
+    return _send("POST", f"/v1/machines/{_segment(machine_id)}/disable", _Machine)
 
 
 def enable_machine(machine_id: str) -> Call[Machine]:
-    return _send("POST", f"/v1/machines/{_segment(machine_id)}/enable", Machine.parse)
+    return _send("POST", f"/v1/machines/{_segment(machine_id)}/enable", _Machine)
 
 
 # --- automations -----------------------------------------------------------------------
@@ -304,17 +315,17 @@ def enable_machine(machine_id: str) -> Call[Machine]:
 
 def create_automation(name: str, target: str, *, enabled: bool = True) -> Call[Automation]:
     body: JsonObject = {"name": name, "target": target, "enabled": enabled}
-    return _send("POST", "/v1/automations", Automation.parse, body, expect=CREATED)
+    return _send("POST", "/v1/automations", _Automation, body, expect=CREATED)
 
 
 def automations(*, cursor: str | None = None, limit: int | None = None) -> Call[Page[Automation]]:
     """A page of the principal's automations, oldest first."""
     params = {"cursor": cursor, "limit": limit}
-    return _get("/v1/automations", _paged(Automation.parse), params)
+    return _get("/v1/automations", _paged(_Automation), params)
 
 
 def automation(automation_id: str) -> Call[AutomationDetail]:
-    return _get(_automation(automation_id), AutomationDetail.parse)
+    return _get(_automation(automation_id), _AutomationDetail)
 
 
 def update_automation(
@@ -327,7 +338,7 @@ def update_automation(
     """Change the fields given; the others stay."""
     fields = (("name", name), ("target", target), ("enabled", enabled))
     body: JsonObject = {k: v for k, v in fields if v is not None}
-    return _send("PATCH", _automation(automation_id), Automation.parse, body)
+    return _send("PATCH", _automation(automation_id), _Automation, body)
 
 
 def delete_automation(automation_id: str) -> Call[None]:
@@ -335,15 +346,15 @@ def delete_automation(automation_id: str) -> Call[None]:
 
 
 def pause_automation(automation_id: str) -> Call[Automation]:
-    return _send("POST", _automation(automation_id, "pause"), Automation.parse)
+    return _send("POST", _automation(automation_id, "pause"), _Automation)
 
 
 def resume_automation(automation_id: str) -> Call[Automation]:
-    return _send("POST", _automation(automation_id, "resume"), Automation.parse)
+    return _send("POST", _automation(automation_id, "resume"), _Automation)
 
 
 def schedules(automation_id: str) -> Call[list[Schedule]]:
-    return _get(_automation(automation_id, "schedules"), _items(Schedule.parse))
+    return _get(_automation(automation_id, "schedules"), _items(_Schedule))
 
 
 def add_schedule(
@@ -354,7 +365,7 @@ def add_schedule(
     if max_occurrences is not None:
         body["maxOccurrences"] = max_occurrences
     path = _automation(automation_id, "schedules")
-    return _send("POST", path, Schedule.parse, body, expect=CREATED)
+    return _send("POST", path, _Schedule, body, expect=CREATED)
 
 
 def update_schedule(
@@ -373,7 +384,7 @@ def update_schedule(
     if not isinstance(max_occurrences, Unset):
         body["maxOccurrences"] = max_occurrences
     path = _automation(automation_id, "schedules", trigger_id)
-    return _send("PATCH", path, Schedule.parse, body)
+    return _send("PATCH", path, _Schedule, body)
 
 
 def remove_schedule(automation_id: str, trigger_id: str) -> Call[None]:
@@ -381,7 +392,7 @@ def remove_schedule(automation_id: str, trigger_id: str) -> Call[None]:
 
 
 def webhooks(automation_id: str) -> Call[list[Webhook]]:
-    return _get(_automation(automation_id, "webhooks"), _items(Webhook.parse))
+    return _get(_automation(automation_id, "webhooks"), _items(_Webhook))
 
 
 def add_webhook(
@@ -394,7 +405,7 @@ def add_webhook(
     if secret is not None:
         body["secret"] = secret
     path = _automation(automation_id, "webhooks")
-    return _send("POST", path, Webhook.parse, body, expect=CREATED)
+    return _send("POST", path, _Webhook, body, expect=CREATED)
 
 
 def update_webhook(
@@ -412,7 +423,7 @@ def update_webhook(
     if not isinstance(event, Unset):
         body["event"] = event
     path = _automation(automation_id, "webhooks", trigger_id)
-    return _send("PATCH", path, Webhook.parse, body)
+    return _send("PATCH", path, _Webhook, body)
 
 
 def new_secret() -> str:
@@ -426,11 +437,11 @@ def remove_webhook(automation_id: str, trigger_id: str) -> Call[None]:
 
 def set_plan(automation_id: str, plan: Mapping[str, JsonValue]) -> Call[Plan]:
     """Set the plan: `{"version": 1, "steps": [...], "allowlist"?, "limits"?}`."""
-    return _send("PUT", _automation(automation_id, "plan"), Plan.parse, dict(plan))
+    return _send("PUT", _automation(automation_id, "plan"), _Plan, dict(plan))
 
 
 def plan(automation_id: str) -> Call[Plan]:
-    return _get(_automation(automation_id, "plan"), Plan.parse)
+    return _get(_automation(automation_id, "plan"), _Plan)
 
 
 def clear_plan(automation_id: str) -> Call[None]:
@@ -443,7 +454,7 @@ def clear_plan(automation_id: str) -> Call[None]:
 def trigger(automation_id: str, input: JsonValue = None) -> Call[Run]:
     """Admit a pending manual run (needs `runs:execute`)."""
     body: JsonObject = {} if input is None else {"input": input}
-    return _send("POST", _automation(automation_id, "runs"), Run.parse, body, expect=CREATED)
+    return _send("POST", _automation(automation_id, "runs"), _Run, body, expect=CREATED)
 
 
 def runs(
@@ -455,21 +466,21 @@ def runs(
 ) -> Call[Page[Run]]:
     """A page of the principal's runs, newest first."""
     params = {"status": status, "automation_id": automation_id, "cursor": cursor, "limit": limit}
-    return _get("/v1/runs", _paged(Run.parse), params)
+    return _get("/v1/runs", _paged(_Run), params)
 
 
 def run(run_id: str) -> Call[RunDetail]:
-    return _get(f"/v1/runs/{_segment(run_id)}", RunDetail.parse)
+    return _get(f"/v1/runs/{_segment(run_id)}", _RunDetail)
 
 
 def cancel_run(run_id: str) -> Call[Run]:
     """Cancel a pending or running run (needs `runs:execute`)."""
-    return _send("POST", f"/v1/runs/{_segment(run_id)}/cancel", Run.parse)
+    return _send("POST", f"/v1/runs/{_segment(run_id)}/cancel", _Run)
 
 
 def retry_run(run_id: str) -> Call[Run]:
     """Retry a failed run: the new run (needs `runs:execute`)."""
-    return _send("POST", f"/v1/runs/{_segment(run_id)}/retry", Run.parse, expect=CREATED)
+    return _send("POST", f"/v1/runs/{_segment(run_id)}/retry", _Run, expect=CREATED)
 
 
 # --- helpers ---------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """What the SDK's calls return: frozen dataclasses, each parsed from its response object.
 
+The objects `charter.wire` defines are re-exported as they are (read with `parser`); the
+others are still described here, each with its own `parse`.
+
 Every result keeps the object it came from in `raw` (what `--json` prints); a missing or
 mistyped field is `UnexpectedResponse`, never a half-filled value. Times are aware
 `datetime`s.
@@ -12,265 +15,54 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from charter import wire
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.sdk.errors import UnexpectedResponse
 
+# Re-exported: the SDK's results are these wire objects themselves.
+from charter.wire.automations import (
+    Automation as Automation,
+)
+from charter.wire.automations import (
+    AutomationDetail as AutomationDetail,
+)
+from charter.wire.automations import (
+    Machine as Machine,
+)
+from charter.wire.automations import (
+    Plan as Plan,
+)
+from charter.wire.automations import (
+    PlanStep as PlanStep,
+)
+from charter.wire.automations import (
+    Run as Run,
+)
+from charter.wire.automations import (
+    RunDetail as RunDetail,
+)
+from charter.wire.automations import (
+    RunStep as RunStep,
+)
+from charter.wire.automations import (
+    Schedule as Schedule,
+)
+from charter.wire.automations import (
+    Webhook as Webhook,
+)
+from charter.wire.engine import Actor as Actor
+
 T = TypeVar("T")
+W = TypeVar("W", bound=wire.Wire)
 
 
-# --- the automations control API -------------------------------------------------------
+# --- the automations control API: the wire's own objects -------------------------------
 
 
-@dataclass(frozen=True)
-class Automation:
-    id: str
-    name: str
-    target: str
-    enabled: bool
-    created_at: datetime
-    updated_at: datetime
-    # The principal it belongs to (None from a server that does not say).
-    principal: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Automation:
-        r = _Reader(body, "automation")
-        return cls(
-            id=r.text("id"),
-            name=r.text("name"),
-            target=r.text("target"),
-            enabled=r.flag("enabled"),
-            created_at=r.time("created_at"),
-            updated_at=r.time("updated_at"),
-            principal=r.optional_text("principal"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Schedule:
-    id: str
-    automation_id: str
-    cron: str
-    timezone: str
-    next_run_at: datetime
-    # None: unbounded; otherwise how many occurrences are left.
-    remaining_occurrences: int | None
-    enabled: bool
-    created_at: datetime
-    updated_at: datetime
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Schedule:
-        r = _Reader(body, "schedule trigger")
-        return cls(
-            id=r.text("id"),
-            automation_id=r.text("automation_id"),
-            cron=r.text("cron"),
-            timezone=r.text("timezone"),
-            next_run_at=r.time("next_run_at"),
-            remaining_occurrences=r.optional_int("remaining_occurrences"),
-            enabled=r.flag("enabled"),
-            created_at=r.time("created_at"),
-            updated_at=r.time("updated_at"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Webhook:
-    id: str
-    automation_id: str
-    source: str
-    # None: every event of the source.
-    event: str | None
-    enabled: bool
-    has_secret: bool
-    created_at: datetime
-    updated_at: datetime
-    # Only on the response that created the trigger; write-only ever after.
-    secret: str | None = field(default=None, repr=False)
-    raw: JsonObject = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Webhook:
-        r = _Reader(body, "webhook trigger")
-        return cls(
-            id=r.text("id"),
-            automation_id=r.text("automation_id"),
-            source=r.text("source"),
-            event=r.optional_text("event"),
-            enabled=r.flag("enabled"),
-            has_secret=r.flag("has_secret"),
-            created_at=r.time("created_at"),
-            updated_at=r.time("updated_at"),
-            secret=r.optional_text("secret"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class PlanStep:
-    id: str
-    action_id: str
-    input: JsonValue
-    # `{"on": [...]}`: the target answers the step may retry (None: transport failures only).
-    retry: JsonValue = None
-
-    @property
-    def retry_on(self) -> tuple[str, ...]:
-        """The conditions of `retry.on` (`http_5xx`, `http_429`); () when not opted in."""
-        on = self.retry.get("on") if isinstance(self.retry, dict) else None
-        return tuple(str(c) for c in on) if isinstance(on, list) else ()
-
-
-@dataclass(frozen=True)
-class Plan:
-    automation_id: str
-    version: int
-    steps: tuple[PlanStep, ...]
-    allowlist: JsonValue
-    limits: JsonValue
-    updated_at: datetime
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Plan:
-        r = _Reader(body, "plan")
-        return cls(
-            automation_id=r.text("automation_id"),
-            version=r.integer("version"),
-            steps=_steps(r.array("steps")),
-            allowlist=body.get("allowlist"),
-            limits=body.get("limits"),
-            updated_at=r.time("updated_at"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class AutomationDetail:
-    """An automation with its triggers (no secrets) and its plan, if any."""
-
-    automation: Automation
-    schedules: tuple[Schedule, ...]
-    webhooks: tuple[Webhook, ...]
-    plan: Plan | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> AutomationDetail:
-        r = _Reader(body, "automation")
-        plan = body.get("plan")
-        return cls(
-            automation=Automation.parse(body),
-            schedules=tuple(Schedule.parse(s) for s in r.objects("schedules")),
-            webhooks=tuple(Webhook.parse(w) for w in r.objects("webhooks")),
-            plan=Plan.parse(plan) if isinstance(plan, dict) else None,
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Run:
-    id: str
-    automation_id: str
-    trigger_id: str | None
-    trigger_kind: str
-    target: str
-    status: str
-    # The immutable snapshot of the plan the run was admitted with.
-    plan: JsonObject
-    input: JsonValue
-    attempts: int
-    output: JsonValue
-    error: str | None
-    scheduled_for: datetime | None
-    lease_owner: str | None
-    lease_expires_at: datetime | None
-    retry_at: datetime | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    # The principal it belongs to (None from a server that does not say).
-    principal: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Run:
-        r = _Reader(body, "run")
-        return cls(
-            id=r.text("id"),
-            automation_id=r.text("automation_id"),
-            trigger_id=r.optional_text("trigger_id"),
-            trigger_kind=r.text("trigger_kind"),
-            target=r.text("target"),
-            status=r.text("status"),
-            plan=r.obj("plan"),
-            input=body.get("input"),
-            attempts=r.integer("attempts"),
-            output=body.get("output"),
-            error=r.optional_text("error"),
-            scheduled_for=r.optional_time("scheduled_for"),
-            lease_owner=r.optional_text("lease_owner"),
-            lease_expires_at=r.optional_time("lease_expires_at"),
-            retry_at=r.optional_time("retry_at"),
-            created_at=r.time("created_at"),
-            started_at=r.optional_time("started_at"),
-            finished_at=r.optional_time("finished_at"),
-            principal=r.optional_text("principal"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class RunStep:
-    """One row of a run's step journal."""
-
-    step_id: str
-    position: int
-    status: str
-    idempotency_key: str
-    output: JsonValue
-    error: str | None
-    attempts: int
-    started_at: datetime
-    finished_at: datetime | None
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> RunStep:
-        r = _Reader(body, "run step")
-        return cls(
-            step_id=r.text("step_id"),
-            position=r.integer("position"),
-            status=r.text("status"),
-            idempotency_key=r.text("idempotency_key"),
-            output=body.get("output"),
-            error=r.optional_text("error"),
-            attempts=r.integer("attempts"),
-            started_at=r.time("started_at"),
-            finished_at=r.optional_time("finished_at"),
-        )
-
-
-@dataclass(frozen=True)
-class RunDetail:
-    """A run and its step journal in plan order."""
-
-    run: Run
-    steps: tuple[RunStep, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> RunDetail:
-        r = _Reader(body, "run")
-        return cls(
-            run=Run.parse(body),
-            steps=tuple(RunStep.parse(s) for s in r.objects("steps")),
-            raw=body,
-        )
+def parser(cls: type[W]) -> Callable[[JsonObject], W]:
+    """How a call reads an answer that is a wire object: strictly, any flaw being
+    UnexpectedResponse."""
+    return lambda body: wire.parse(cls, body, UnexpectedResponse)
 
 
 @dataclass(frozen=True)
@@ -352,18 +144,6 @@ def _page(body: JsonObject, parse: Callable[[JsonObject], T]) -> Page[T]:
         reader.optional_text("next_cursor"),
         body,
     )
-
-
-def _steps(raw: list[JsonValue]) -> tuple[PlanStep, ...]:
-    steps = []
-    for item in raw:
-        if not isinstance(item, dict):
-            raise UnexpectedResponse("a plan step in the response is not an object")
-        r = _Reader(item, "plan step")
-        steps.append(
-            PlanStep(r.text("id"), r.text("actionId"), item.get("input"), item.get("retry"))
-        )
-    return tuple(steps)
 
 
 def _strings(r: _Reader, key: str) -> tuple[str, ...]:
@@ -552,32 +332,6 @@ class Deployed:
 
 
 @dataclass(frozen=True)
-class Actor:
-    id: str
-    roles: tuple[str, ...]
-    # The active key (64 hex).
-    public_key: str
-    disabled: bool
-    created_at: datetime
-    # How many keys the actor has held, the active one included.
-    keys: int
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Actor:
-        r = _Reader(body, "actor")
-        return cls(
-            id=r.text("id"),
-            roles=_strings(r, "roles"),
-            public_key=r.text("public_key"),
-            disabled=r.flag("disabled"),
-            created_at=r.time("created_at"),
-            keys=r.integer("keys"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
 class WorkItem:
     """A scheduled action or an automatic-action queue row, as the operator views list
     them (`kind` is `scheduled_action` or `auto_action`; `what` the action it fires)."""
@@ -662,36 +416,3 @@ def _counts(r: _Reader, key: str) -> dict[str, int]:
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
         raise r._fail(key, "map of counts")
     return {k: int(str(v)) for k, v in counts.items()}
-
-
-@dataclass(frozen=True)
-class Machine:
-    """A registered machine (docs/machines.md): the DPoP key it proves with, and whether the
-    API refuses it."""
-
-    id: str
-    target: str
-    principal: str
-    thumbprint: str
-    public_jwk: JsonObject
-    created_at: datetime
-    disabled_at: datetime | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @property
-    def disabled(self) -> bool:
-        return self.disabled_at is not None
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Machine:
-        r = _Reader(body, "machine")
-        return cls(
-            id=r.text("id"),
-            target=r.text("target"),
-            principal=r.text("principal"),
-            thumbprint=r.text("thumbprint"),
-            public_jwk=r.obj("public_jwk"),
-            created_at=r.time("created_at"),
-            disabled_at=r.optional_time("disabled_at"),
-            raw=body,
-        )
