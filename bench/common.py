@@ -6,6 +6,7 @@ import os
 import platform
 import resource
 import secrets
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -170,3 +171,32 @@ def scratch_database(prefix: str, *, migrated: bool = True) -> Iterator[str]:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now, for a server the benchmark starts."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_healthy(
+    port: int, processes: Sequence[subprocess.Popen[bytes]], host: str = "127.0.0.1"
+) -> None:
+    """Until the API on `port` answers /healthz 200; fails if one of `processes` exits
+    or 60 s pass."""
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in processes):
+            raise RuntimeError("a Charter process exited while starting")
+        try:
+            if httpx.get(f"http://{host}:{port}/healthz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("the API did not become healthy in 60 s")

@@ -56,7 +56,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import psutil
 import psycopg
 
@@ -67,7 +66,7 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.engine import actors
 from charter.engine.process_event import Engine
-from common import percentiles, print_results, scratch_database
+from common import free_port, percentiles, print_results, scratch_database, wait_healthy
 from engine import DEFINITION, WORKFLOW
 
 HOST = "127.0.0.1"
@@ -289,12 +288,6 @@ async def _created(
 # --- the server ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def charter_serve(url: str, side: Side) -> Iterator[tuple[int, psutil.Process]]:
     """`charter serve` on a free port in a subprocess, until the block ends."""
@@ -311,7 +304,7 @@ def charter_serve(url: str, side: Side) -> Iterator[tuple[int, psutil.Process]]:
             command += ["--workers", str(side.workers)]
         server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
         try:
-            _wait_healthy(port, server)
+            wait_healthy(port, [server])
             yield port, psutil.Process(server.pid)
         finally:
             server.terminate()
@@ -328,20 +321,6 @@ def _python(side: Side) -> str:
     if side.src is not None and (side.src / ".venv" / "bin" / "python").exists():
         return str(side.src / ".venv" / "bin" / "python")
     return sys.executable
-
-
-def _wait_healthy(port: int, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"charter serve exited with {server.returncode}")
-        try:
-            if httpx.get(f"http://{HOST}:{port}/healthz", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("charter serve did not become healthy in 60 s")
 
 
 # --- CPU accounting -----------------------------------------------------------------

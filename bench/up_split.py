@@ -8,8 +8,8 @@ the server: it builds and signs its own envelopes and sends them over HTTP.
 - drain: the side's worker process is stopped (SIGSTOP), the client creates a backlog of
   processes over HTTP (8 threads), each creation queueing one automatic action; then a
   transaction on the server takes the start instant and the worker is continued. Fires/s
-  = backlog ÷ (last automatic event's `received_at` - start). `received_at` is the
-  start of the firing transaction on the server's clock, the same on both sides.
+  = backlog ÷ (done - start), `done` being the server's clock at the first poll (every
+  20 ms) that sees every automatic event committed.
 - wake-up: with the worker running, one creation every `--cadence` ms (one at a time,
   whether or not the last has fired); latency = automatic event's `received_at` - the
   creating event's `received_at`, both the server's transaction clock, so the creating
@@ -39,6 +39,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import httpx
 import psycopg
@@ -50,7 +51,7 @@ from charter.core.timefmt import format_rfc3339
 from charter.db.database import Database, Role
 from charter.engine import actors
 from charter.engine.process_event import Engine
-from common import percentiles, print_results, scratch_database
+from common import free_port, percentiles, print_results, scratch_database, wait_healthy
 
 HOST = "127.0.0.1"
 SIDES = ("up", "serve + worker")
@@ -66,7 +67,10 @@ DEFINITION: JsonObject = {
                "auto": True},
     },
 }  # fmt: skip
-FIRED = "SELECT count(*) FROM charter.events WHERE actor_id = 'automation' AND process_id = ANY(%s)"
+FIRED = (
+    "SELECT count(*), clock_timestamp() FROM charter.events"
+    " WHERE actor_id = 'automation' AND process_id = ANY(%s)"
+)
 
 
 @dataclass(frozen=True)
@@ -96,18 +100,10 @@ class Running:
     worker_pid: int
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def side(name: str, url: str, keys: Keys) -> Iterator[Running]:
     """The side's processes until the block ends: `charter up`, or `serve` and `worker`."""
-    port = _free_port()
+    port = free_port()
     charter = [sys.executable, "-m", "charter"]
     with tempfile.TemporaryDirectory(prefix="charter-up-split-") as home, ExitStack() as stack:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTER_")}
@@ -121,13 +117,13 @@ def side(name: str, url: str, keys: Keys) -> Iterator[Running]:
         if name == "up":
             out = Path(home) / "up.out"
             up = _start([*charter, "up", *listen], env, out, stack)
-            _wait_healthy(port, [up])
+            wait_healthy(port, [up])
             worker_pid = _pid_after(out, r"worker\s+process (\d+)", up)
             yield Running(port, worker_pid)
         else:
             serve = _start([*charter, "serve", *listen], env, Path(home) / "serve.out", stack)
             worker = _start([*charter, "worker"], env, Path(home) / "worker.out", stack)
-            _wait_healthy(port, [serve, worker])
+            wait_healthy(port, [serve, worker])
             yield Running(port, worker.pid)
 
 
@@ -147,20 +143,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def _wait_healthy(port: int, processes: Sequence[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in processes):
-            raise RuntimeError("a Charter process exited while starting")
-        try:
-            if httpx.get(f"http://{HOST}:{port}/healthz", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("the API did not become healthy in 60 s")
 
 
 def _pid_after(out: Path, pattern: str, process: subprocess.Popen[bytes]) -> int:
@@ -212,13 +194,17 @@ class Creator:
             self.create(client, process)
 
 
-def _wait_fired(conn: psycopg.Connection[tuple[object, ...]], ids: list[str]) -> None:
+def _wait_fired(
+    conn: psycopg.Connection[tuple[object, ...]], ids: list[str], every: float = 0.1
+) -> datetime:
+    """Poll until every one of `ids` has its automatic event; the server's clock at the
+    first poll that saw them all (within `every` s of the last commit)."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         row = conn.execute(FIRED, (ids,)).fetchone()
         if row is not None and row[0] == len(ids):
-            return
-        time.sleep(0.1)
+            return cast(datetime, row[1])
+        time.sleep(every)
     raise RuntimeError("the work did not fire within 300 s")
 
 
@@ -237,14 +223,8 @@ def drain(url: str, running: Running, keys: Keys, backlog: int) -> float:
     assert row is not None
     start = row[0]
     with psycopg.connect(url, autocommit=True) as conn:
-        _wait_fired(conn, ids)
-        last = conn.execute(
-            "SELECT max(received_at) FROM charter.events WHERE actor_id = 'automation'"
-            " AND process_id = ANY(%s)",
-            (ids,),
-        ).fetchone()
-    assert last is not None
-    elapsed: float = (last[0] - start).total_seconds()
+        done = _wait_fired(conn, ids, every=0.02)
+    elapsed: float = (done - start).total_seconds()
     return backlog / elapsed
 
 

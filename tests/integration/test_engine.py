@@ -446,14 +446,9 @@ def test_registration_refuses_small_order_keys_and_stray_automation(world: World
 # --- races ------------------------------------------------------------------------------
 
 
-def test_sixteen_writers_on_one_head_exactly_one_wins(world: World) -> None:
-    pid, opened = _opened(world)
-    submissions = [
-        world.signed("ada", "submit_onboarding", pid, opened,
-                     at=world.clock.now() + timedelta(milliseconds=i))
-        for i in range(16)
-    ]  # fmt: skip
-    barrier = threading.Barrier(16)
+def _all_at_once(world: World, submissions: list[Submission]) -> list[str]:
+    """Submit each in a thread of its own, all released together; the outcome codes."""
+    barrier = threading.Barrier(len(submissions))
     outcomes: list[str] = []
     lock = threading.Lock()
 
@@ -472,6 +467,17 @@ def test_sixteen_writers_on_one_head_exactly_one_wins(world: World) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+    return outcomes
+
+
+def test_sixteen_writers_on_one_head_exactly_one_wins(world: World) -> None:
+    pid, opened = _opened(world)
+    submissions = [
+        world.signed("ada", "submit_onboarding", pid, opened,
+                     at=world.clock.now() + timedelta(milliseconds=i))
+        for i in range(16)
+    ]  # fmt: skip
+    outcomes = _all_at_once(world, submissions)
     assert sorted(outcomes) == ["accepted"] + ["stale_prev"] * 15
     events = Reads(world.database).events(pid)
     assert [e.seq for e in events] == [1, 2]
@@ -484,25 +490,7 @@ def test_sixteen_creations_of_one_id_exactly_one_wins(world: World) -> None:
     submissions = [
         world.signed("ada", "open", pid, None, input_={"name": f"Ada {i}"}) for i in range(16)
     ]
-    barrier = threading.Barrier(16)
-    outcomes: list[str] = []
-    lock = threading.Lock()
-
-    def write(submission: Submission) -> None:
-        barrier.wait()
-        try:
-            world.engine.process_event(submission)
-            result = "accepted"
-        except CharterError as exc:
-            result = exc.code
-        with lock:
-            outcomes.append(result)
-
-    threads = [threading.Thread(target=write, args=(s,)) for s in submissions]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = _all_at_once(world, submissions)
     assert sorted(outcomes) == ["accepted"] + ["duplicate"] * 15
     [event] = Reads(world.database).events(pid)
     assert Reads(world.database).process(pid).head == event.hash
