@@ -22,6 +22,7 @@ from charter.api import (
     routes_events,
     routes_log,
     routes_machine,
+    routes_machines,
     routes_operator,
     routes_ops,
     routes_processes,
@@ -114,6 +115,7 @@ def create_app(
         routes_runs,
         routes_stream,
         routes_webhooks,
+        routes_machines,
         routes_machine,
         routes_log,
     ):
