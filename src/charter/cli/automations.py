@@ -3,19 +3,17 @@ and manual runs, over the control API (CHARTER_API_URL, CHARTER_TOKEN)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
-from rich.console import Console, Group
-from rich.panel import Panel
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from charter.cli import automation_views as views
 from charter.cli import remote, tables
 from charter.core import ijson
 from charter.core.errors import Malformed
@@ -23,13 +21,7 @@ from charter.core.jsontypes import JsonValue
 from charter.core.unset import UNSET, Unset
 from charter.sdk.client import Client
 from charter.sdk.results import (
-    Automation,
-    AutomationDetail,
     Page,
-    Plan,
-    Run,
-    Schedule,
-    Webhook,
 )
 
 app = typer.Typer(
@@ -101,11 +93,11 @@ def list_(
             Text(automation.principal or "-"),
             Text(automation.name),
             Text(automation.target),
-            _yes(automation.enabled),
-            when(automation.created_at),
+            views.yes(automation.enabled),
+            views.when(automation.created_at),
         )
     tables.show(tables.whole(table, "id"))
-    more(following)
+    views.more(following)
 
 
 @app.command("show")
@@ -116,7 +108,7 @@ def show(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     if as_json:
         remote.print_json(detail.raw)
         return
-    tables.show(_detail_panel(detail))
+    tables.show(views.detail_panel(detail))
 
 
 @app.command("update")
@@ -131,7 +123,7 @@ def update(
         raise Malformed("nothing to change: give --name and/or --target")
     with client() as api:
         automation = api.update_automation(automation_id, name=name, target=target)
-    _print_automation(automation, "updated", as_json)
+    views.print_automation(automation, "updated", as_json)
 
 
 @app.command("delete")
@@ -147,7 +139,7 @@ def pause(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     """Pause: no trigger admits a run until it is resumed."""
     with client() as api:
         automation = api.pause_automation(automation_id)
-    _print_automation(automation, "paused", as_json)
+    views.print_automation(automation, "paused", as_json)
 
 
 @app.command("resume")
@@ -155,7 +147,7 @@ def resume(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     """Resume a paused automation."""
     with client() as api:
         automation = api.resume_automation(automation_id)
-    _print_automation(automation, "resumed", as_json)
+    views.print_automation(automation, "resumed", as_json)
 
 
 # --- schedule triggers ------------------------------------------------------------------
@@ -174,7 +166,7 @@ def schedule_add(
     """Add a schedule trigger."""
     with client() as api:
         schedule = api.add_schedule(automation_id, cron, timezone, max_occurrences=max_occurrences)
-    _print_schedule(schedule, "added", as_json)
+    views.print_schedule(schedule, "added", as_json)
 
 
 @schedule_app.command("update")
@@ -209,7 +201,7 @@ def schedule_update(
             enabled=enabled,
             max_occurrences=budget,
         )
-    _print_schedule(schedule, "updated", as_json)
+    views.print_schedule(schedule, "updated", as_json)
 
 
 @schedule_app.command("remove")
@@ -305,7 +297,7 @@ def plan_show(automation_id: AutomationId, as_json: JsonFlag = False) -> None:
     if as_json:
         remote.print_json(plan.raw)
         return
-    console().print(_plan_table(plan))
+    console().print(views.plan_table(plan))
 
 
 @plan_app.command("clear")
@@ -337,119 +329,7 @@ def trigger(
         typer.echo(f"run {run.id} is {run.status} (target {run.target})")
 
 
-# --- output -----------------------------------------------------------------------------
-
-
-def _print_automation(automation: Automation, verb: str, as_json: bool) -> None:
-    if as_json:
-        remote.print_json(automation.raw)
-    else:
-        state = "enabled" if automation.enabled else "paused"
-        typer.echo(f"{verb} automation {automation.id} ({automation.name}, {state})")
-
-
-def _print_schedule(schedule: Schedule, verb: str, as_json: bool) -> None:
-    if as_json:
-        remote.print_json(schedule.raw)
-        return
-    typer.echo(
-        f"{verb} schedule trigger {schedule.id}: {schedule.cron} ({schedule.timezone}), "
-        f"next {when(schedule.next_run_at)}, {_budget(schedule.remaining_occurrences)}"
-    )
-
-
-def _detail_panel(detail: AutomationDetail) -> Panel:
-    automation = detail.automation
-    facts = Table.grid(padding=(0, 2))
-    facts.add_column(style="bold")
-    facts.add_column()
-    for label, value in (
-        ("owner", automation.principal or "-"),
-        ("name", automation.name),
-        ("target", automation.target),
-        ("enabled", _yes(automation.enabled)),
-        ("created", when(automation.created_at)),
-        ("updated", when(automation.updated_at)),
-    ):
-        facts.add_row(label, Text(value))
-    schedules = Table(
-        "id", "cron", "timezone", "next run", "remaining", "enabled", title="schedules"
-    )
-    tables.whole(schedules, "id")
-    for s in detail.schedules:
-        schedules.add_row(
-            s.id,
-            Text(s.cron),
-            s.timezone,
-            when(s.next_run_at),
-            _budget(s.remaining_occurrences),
-            _yes(s.enabled),
-        )
-    webhooks = Table("id", "source", "event", "secret", "enabled", title="webhooks")
-    tables.whole(webhooks, "id")
-    for w in detail.webhooks:
-        webhooks.add_row(
-            w.id, Text(w.source), Text(w.event or "*"), _secret_state(w), _yes(w.enabled)
-        )
-    plan = _plan_table(detail.plan) if detail.plan else Text("no plan")
-    return Panel(Group(facts, schedules, webhooks, plan), title=Text(f"automation {automation.id}"))
-
-
-def _plan_table(plan: Plan) -> Table:
-    table = Table("#", "step", "action", "input", "retries", title=f"plan v{plan.version}")
-    for index, step in enumerate(plan.steps):
-        # Transport failures always retry; `retry.on` adds the target answers named.
-        retries = ", ".join(["transport", *step.retry_on])
-        table.add_row(
-            str(index),
-            Text(step.id),
-            Text(step.action_id),
-            Text(_compact(step.input)),
-            Text(retries),
-        )
-    return table
-
-
-def run_table(runs: tuple[Run, ...] | list[Run], title: str | None = None) -> Table:
-    table = Table(
-        "id", "automation", "trigger", "status", "attempts", "created", "error", title=title
-    )
-    for run in runs:
-        table.add_row(
-            run.id,
-            run.automation_id,
-            run.trigger_kind,
-            run.status,
-            str(run.attempts),
-            when(run.created_at),
-            Text(run.error or ""),
-        )
-    return tables.whole(table, "id", "automation")
-
-
-def _secret_state(webhook: Webhook) -> str:
-    return "set (write-only)" if webhook.has_secret else "-"
-
-
-def _budget(remaining: int | None) -> str:
-    return "unbounded" if remaining is None else f"{remaining} left"
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-def when(moment: datetime | None) -> str:
-    return moment.isoformat().replace("+00:00", "Z") if moment else "-"
-
-
-def _compact(value: JsonValue) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def more(cursor: str | None) -> None:
-    if cursor:
-        typer.echo(f"more: --cursor {cursor} (or --all)")
+# --- reading input and pages ----------------------------------------------------------
 
 
 def pages(

@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import automations, remote, tables
+from charter.cli import automation_views, automations, remote, tables
 from charter.sdk.results import RunDetail
 
 app = typer.Typer(help="Runs: admitted by triggers, executed on machines.", no_args_is_help=True)
@@ -45,8 +45,8 @@ def list_(
     if as_json:
         remote.print_json({"items": [r.raw for r in items], "next_cursor": following})
         return
-    tables.show(automations.run_table(items))
-    automations.more(following)
+    tables.show(automation_views.run_table(items))
+    automation_views.more(following)
 
 
 @app.command("show")
@@ -101,11 +101,11 @@ def _panel(detail: RunDetail) -> Panel:
         ("target", run.target),
         ("status", run.status),
         ("attempts", str(run.attempts)),
-        ("created", automations.when(run.created_at)),
-        ("scheduled for", automations.when(run.scheduled_for)),
-        ("started", automations.when(run.started_at)),
-        ("finished", automations.when(run.finished_at)),
-        ("retry at", automations.when(run.retry_at)),
+        ("created", automation_views.when(run.created_at)),
+        ("scheduled for", automation_views.when(run.scheduled_for)),
+        ("started", automation_views.when(run.started_at)),
+        ("finished", automation_views.when(run.finished_at)),
+        ("retry at", automation_views.when(run.retry_at)),
         ("lease", run.lease_owner or "-"),
         ("input", _compact(run.input)),
         ("output", _compact(run.output)),
@@ -140,8 +140,8 @@ def _panel(detail: RunDetail) -> Panel:
             s.status,
             str(s.attempts),
             Text(s.idempotency_key),
-            automations.when(s.started_at),
-            automations.when(s.finished_at),
+            automation_views.when(s.started_at),
+            automation_views.when(s.finished_at),
             Text(s.error if s.error else _compact(s.output)),
         )
     return Panel(Group(facts, snapshot, journal), title=Text(f"run {run.id}"))
