@@ -65,7 +65,7 @@ def create_app(
     engine = engine or Engine.from_settings(database, settings, clock=clock)
     if engine.hint_sender is None:
         # Submissions answer right after their COMMIT; their hints follow from a thread
-        # of their own (engine/hint_sender.py).
+        # of their own (db/hint_sender.py).
         engine.hint_sender = HintSender(database)
     hint_sender = engine.hint_sender
     wakeups = RunWakeups(database.url)

@@ -2,7 +2,7 @@
 
 Whatever makes a run claimable at once (admission, a release due now) sends a
 `runs_claimable` hint naming the run's principal and target, after the commit that
-made it so (engine/hints.py's rule: no NOTIFY inside a writing transaction). The API
+made it so (db/hints.py's rule: no NOTIFY inside a writing transaction). The API
 process keeps one LISTEN connection on that channel and fans each hint out, through
 asyncio events, to the claim requests of that principal and target that are waiting:
 a waiting request holds no database connection.

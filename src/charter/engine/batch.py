@@ -1,6 +1,6 @@
 """Automated events in batches: their inputs read once, their writes sent once.
 
-The automation worker fires a batch of due work in one transaction (automation/firing.py).
+The automation worker fires a batch of due work in one transaction (charter/firing/batch.py).
 `EngineBatch` is the engine's side of it. The rules and the writes are `process_event`'s
 own (`Engine.decide_and_write`); what changes is the round trips: the actor, the
 processes (locked), their current workflow versions and the work rows of the whole
