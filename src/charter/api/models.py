@@ -19,27 +19,17 @@ from charter.wire import engine as wire
 if TYPE_CHECKING:
     # What the envelopes below name in annotations; made at run time from the wire.
     Actor = BaseModel
+    ProcessBody = BaseModel
+    ProcessWithChildren = BaseModel
 else:
     Actor = model(wire.Actor)
+    ProcessBody = model(wire.Process)
+    ProcessWithChildren = model(wire.Process, detail=True)
 
 Json = Any  # any JSON value
 
 _TIME = Field(description=TIME)
 _EXAMPLE_HASH = "3b7f0c2e9d4a6b8c1e5f7a9d2c4e6b8a0f1d3c5e7a9b2d4f6c8e0a1b3d5f7c9e"
-
-
-class ProcessBody(BaseModel):
-    """`<process>` of docs/wire-format.md"""
-
-    id: str = Field(pattern=NAME, examples=["p-4f2a9c"])
-    workflow: str = Field(pattern=WORKFLOW_PATH, examples=["customer/retail/retail-customer"])
-    state: str = Field(examples=["open"])
-    data: dict[str, Json] = Field(description="The process document without `state`.")
-    head: str | None = Field(pattern=HEX64, description="Hash of the last event.")
-    seq: int = Field(ge=0)
-    parent: str | None = Field(description="The process that spawned this one.")
-    created_at: str | None = _TIME
-    updated_at: str | None = _TIME
 
 
 class Receipt(BaseModel):
@@ -82,10 +72,6 @@ class Accepted(BaseModel):
         description="With `wait=log`: the receipt once the event is in a published"
         " checkpoint, null on timeout; absent otherwise.",
     )
-
-
-class ProcessWithChildren(ProcessBody):
-    children: list[str] = Field(description="Ids of the processes it spawned.")
 
 
 class StoredEvent(BaseModel):

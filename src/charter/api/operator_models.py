@@ -6,26 +6,25 @@ these models describe those answers to readers of the OpenAPI document.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from charter.api.listing import alias_field, cursor_field
+from charter.api.wire_models import model
+from charter.wire import engine as wire
 
-
-class Process(BaseModel):
-    """`<process>` (docs/wire-format.md) with its children's ids, as GET /v1/processes/{id}."""
-
-    id: str
-    workflow: str
-    state: str
-    data: dict[str, Any] = Field(description="The process document without `state`.")
-    head: str | None = Field(description="Hash of the last event.")
-    seq: int
-    parent: str | None
-    created_at: str | None
-    updated_at: str | None
-    children: list[str]
+if TYPE_CHECKING:
+    # What the pages below name in annotations; made at run time from the wire.
+    Process = BaseModel
+else:
+    Process = model(
+        wire.Process,
+        detail=True,
+        name="Process",
+        description="`<process>` (docs/wire-format.md) with its children's ids, as GET "
+        "/v1/processes/{id}.",
+    )
 
 
 class ProcessPage(BaseModel):

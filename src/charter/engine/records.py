@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from charter import wire
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import format_rfc3339
+from charter.wire import engine as shapes
 
 AUTOMATION_ACTOR_ID = "automation"
 AUTOMATION_ROLE = "AUTOMATION"
@@ -50,17 +52,7 @@ class ProcessView:
 
     def to_json(self) -> JsonObject:
         """The `<process>` shape of docs/wire-format.md"""
-        return {
-            "id": self.id,
-            "workflow": self.workflow,
-            "state": self.state,
-            "data": self.data,
-            "head": self.head,
-            "seq": self.seq,
-            "parent": self.parent,
-            "created_at": _time(self.created_at),
-            "updated_at": _time(self.updated_at),
-        }
+        return wire.to_json(self, shapes.Process)
 
 
 @dataclass(frozen=True)

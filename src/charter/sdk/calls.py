@@ -56,6 +56,7 @@ _Automation = parser(Automation)
 _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
 _Plan = parser(Plan)
+_Process = parser(Process)
 _Run = parser(Run)
 _RunDetail = parser(RunDetail)
 _Schedule = parser(Schedule)
@@ -121,7 +122,7 @@ def submit_signed(submission: Submission) -> Call[Accepted]:
 
 
 def process(process_id: str) -> Call[Process]:
-    return _get(f"/v1/processes/{_segment(process_id)}", Process.parse)
+    return _get(f"/v1/processes/{_segment(process_id)}", _Process)
 
 
 def events(process_id: str) -> Call[list[Event]]:
@@ -150,7 +151,7 @@ def processes(
         "cursor": cursor,
         "limit": limit,
     }
-    return _get("/v1/processes", _paged(Process.parse), params)
+    return _get("/v1/processes", _paged(_Process), params)
 
 
 def verify(process_id: str, *, replay: bool = False) -> Call[Verification]:

@@ -51,6 +51,7 @@ from charter.wire.automations import (
     Webhook as Webhook,
 )
 from charter.wire.engine import Actor as Actor
+from charter.wire.engine import Process as Process
 
 T = TypeVar("T")
 W = TypeVar("W", bound=wire.Wire)
@@ -157,42 +158,6 @@ def _strings(r: _Reader, key: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Process:
-    """A process (docs/wire-format.md): its state, data, head and seq."""
-
-    id: str
-    workflow: str
-    state: str
-    data: JsonObject
-    # The hash of the last event; a new event's `prev`.
-    head: str | None
-    seq: int
-    parent: str | None
-    created_at: datetime | None
-    updated_at: datetime | None
-    # Only GET /v1/processes/{id} and the process list name them.
-    children: tuple[str, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Process:
-        r = _Reader(body, "process")
-        return cls(
-            id=r.text("id"),
-            workflow=r.text("workflow"),
-            state=r.text("state"),
-            data=r.obj("data"),
-            head=r.optional_text("head"),
-            seq=r.integer("seq"),
-            parent=r.optional_text("parent"),
-            created_at=r.optional_time("created_at"),
-            updated_at=r.optional_time("updated_at"),
-            children=_strings(r, "children") if "children" in body else (),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
 class Event:
     """A stored event: the signed envelope and what the engine recorded with it."""
 
@@ -244,7 +209,12 @@ class Accepted:
     @classmethod
     def parse(cls, body: JsonObject) -> Accepted:
         r = _Reader(body, "accepted event")
-        return cls(r.text("hash"), r.integer("seq"), Process.parse(r.obj("process")), body)
+        return cls(
+            r.text("hash"),
+            r.integer("seq"),
+            wire.parse(Process, r.obj("process"), UnexpectedResponse),
+            body,
+        )
 
 
 @dataclass(frozen=True)

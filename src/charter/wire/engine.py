@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
 
+from charter.core.jsontypes import JsonObject, JsonValue
 from charter.wire.codec import Meta, Wire
-from charter.wire.patterns import HEX64, PRINCIPAL
+from charter.wire.patterns import HEX64, NAME, PRINCIPAL, WORKFLOW_PATH
 
 
 @dataclass(frozen=True)
@@ -20,3 +21,25 @@ class Actor(Wire):
     created_at: datetime
     # How many keys the actor has held, the active one included.
     keys: Annotated[int, Meta(ge=0, description="How many keys it has held.")]
+
+
+@dataclass(frozen=True)
+class Process(Wire):
+    """A process (docs/wire-format.md): its state, data, head and seq."""
+
+    id: Annotated[str, Meta(pattern=NAME, examples=("p-4f2a9c",))]
+    workflow: Annotated[
+        str, Meta(pattern=WORKFLOW_PATH, examples=("customer/retail/retail-customer",))
+    ]
+    state: Annotated[str, Meta(examples=("open",))]
+    data: Annotated[JsonObject, Meta(description="The process document without `state`.")]
+    # The hash of the last event; a new event's `prev`.
+    head: Annotated[str | None, Meta(pattern=HEX64, description="Hash of the last event.")]
+    seq: Annotated[int, Meta(ge=0)]
+    parent: Annotated[str | None, Meta(description="The process that spawned this one.")]
+    created_at: datetime | None
+    updated_at: datetime | None
+    # Only GET /v1/processes/{id} and the process list name them.
+    children: Annotated[
+        tuple[str, ...], Meta(description="Ids of the processes it spawned.", detail=True)
+    ] = ()
