@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from charter.api.contract import HEX64, NAME, TIME, WORKFLOW_PATH
+from charter.api.contract import HEX64, TIME, WORKFLOW_PATH
 from charter.api.listing import alias_field, cursor_field
 from charter.api.wire_models import model
 from charter.wire import engine as wire
@@ -21,10 +21,18 @@ if TYPE_CHECKING:
     Actor = BaseModel
     ProcessBody = BaseModel
     ProcessWithChildren = BaseModel
+    StoredEvent = BaseModel
+    _Accepted = BaseModel
+    Problem = BaseModel
+    Verification = BaseModel
 else:
     Actor = model(wire.Actor)
     ProcessBody = model(wire.Process)
     ProcessWithChildren = model(wire.Process, detail=True)
+    StoredEvent = model(wire.Event)
+    _Accepted = model(wire.Accepted)
+    Problem = model(wire.Problem)
+    Verification = model(wire.Verification)
 
 Json = Any  # any JSON value
 
@@ -39,51 +47,15 @@ class Receipt(BaseModel):
     proof: str = Field(description="A c2sp.org/tlog-proof@v1 text against the checkpoint.")
 
 
-class Accepted(BaseModel):
+class Accepted(_Accepted):
     """`POST /v1/events` → 201."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "hash": _EXAMPLE_HASH,
-                    "seq": 1,
-                    "process": {
-                        "id": "p-4f2a9c",
-                        "workflow": "customer/retail/retail-customer",
-                        "state": "open",
-                        "data": {"amount": 5},
-                        "head": _EXAMPLE_HASH,
-                        "seq": 1,
-                        "parent": None,
-                        "created_at": "2026-06-18T10:00:00.000Z",
-                        "updated_at": "2026-06-18T10:00:00.000Z",
-                    },
-                }
-            ]
-        }
-    )
-
-    hash: str = Field(pattern=HEX64, description="The new event's hash, the process head.")
-    seq: int = Field(ge=1)
-    process: ProcessBody
+    # Only the ingest route's wait=log adds it; the event's acceptance is the wire's.
     log: Receipt | None = Field(
         default=None,
         description="With `wait=log`: the receipt once the event is in a published"
         " checkpoint, null on timeout; absent otherwise.",
     )
-
-
-class StoredEvent(BaseModel):
-    seq: int = Field(ge=1)
-    hash: str = Field(pattern=HEX64)
-    envelope: dict[str, Json] = Field(description="The signed v1 envelope (docs/wire-format.md).")
-    signature: str | None = Field(description="Null for a spawn genesis (it is caused).")
-    kind: Literal["action", "spawn"]
-    workflow_version: str
-    received_at: str | None = _TIME
-    actor_id: str
-    actor_roles: list[str]
 
 
 class Events(BaseModel):
@@ -92,37 +64,6 @@ class Events(BaseModel):
     items: list[StoredEvent] = Field(description="In `seq` order.")
     next_cursor: str | None = cursor_field(paged=False)
     events: list[StoredEvent] = alias_field()
-
-
-class Problem(BaseModel):
-    seq: int | None = Field(description="The event's seq; null for the process as a whole.")
-    code: str
-    message: str
-
-
-class Verification(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {"ok": True, "events": 3, "problems": []},
-                {
-                    "ok": False,
-                    "events": 3,
-                    "problems": [
-                        {
-                            "seq": 2,
-                            "code": "bad_signature",
-                            "message": "the signature does not verify",
-                        }
-                    ],
-                },
-            ]
-        }
-    )
-
-    ok: bool = Field(description="True exactly when there are no problems.")
-    events: int = Field(ge=0)
-    problems: list[Problem]
 
 
 class WorkTableRow(BaseModel):

@@ -60,13 +60,8 @@ _SCHEMAS: dict[tuple[str, str], Schema] = {
     ("Process", ""): Schema("ProcessBody", "`<process>` of docs/wire-format.md"),
     ("Process", "Detail"): Schema("ProcessWithChildren"),
     ("Event", ""): Schema("StoredEvent"),
-    (
-        "Accepted",
-        "",
-    ): Schema(
-        "Accepted",
-        "`POST /v1/events` → 201.",
-        ({"hash": _EXAMPLE_HASH, "seq": 1, "process": _EXAMPLE_PROCESS},),
+    ("Accepted", ""): Schema(
+        "Accepted", examples=({"hash": _EXAMPLE_HASH, "seq": 1, "process": _EXAMPLE_PROCESS},)
     ),
     ("Verification", ""): Schema(
         "Verification",

@@ -7,7 +7,6 @@ from datetime import datetime
 
 from charter import wire
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import format_rfc3339
 from charter.wire import engine as shapes
 
 AUTOMATION_ACTOR_ID = "automation"
@@ -72,18 +71,4 @@ class StoredEvent:
     actor_roles: tuple[str, ...]
 
     def to_json(self) -> JsonObject:
-        return {
-            "seq": self.seq,
-            "hash": self.hash,
-            "envelope": self.envelope,
-            "signature": self.signature,
-            "kind": self.kind,
-            "workflow_version": self.workflow_version,
-            "received_at": _time(self.received_at),
-            "actor_id": self.actor_id,
-            "actor_roles": list(self.actor_roles),
-        }
-
-
-def _time(moment: datetime | None) -> str | None:
-    return format_rfc3339(moment) if moment is not None else None
+        return wire.to_json(self, shapes.Event)

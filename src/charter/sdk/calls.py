@@ -51,8 +51,10 @@ CREATED = frozenset({201})
 NO_CONTENT = frozenset({204})
 Query = Mapping[str, str | int | datetime | None]
 # How each answer that is a wire object is read.
+_Accepted = parser(Accepted)
 _Actor = parser(Actor)
 _Automation = parser(Automation)
+_Event = parser(Event)
 _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
 _Plan = parser(Plan)
@@ -60,6 +62,7 @@ _Process = parser(Process)
 _Run = parser(Run)
 _RunDetail = parser(RunDetail)
 _Schedule = parser(Schedule)
+_Verification = parser(Verification)
 _Webhook = parser(Webhook)
 
 
@@ -117,7 +120,7 @@ def metrics() -> Call[str]:
 def submit_signed(submission: Submission) -> Call[Accepted]:
     """POST a signed event; no token needed, the signature is the authority. Safe to
     repeat: the engine records an event once, and refuses it again as `duplicate`."""
-    call = _send("POST", "/v1/events", Accepted.parse, submission.to_json(), expect=CREATED)
+    call = _send("POST", "/v1/events", _Accepted, submission.to_json(), expect=CREATED)
     return dataclasses.replace(call, repeatable=True)
 
 
@@ -126,7 +129,7 @@ def process(process_id: str) -> Call[Process]:
 
 
 def events(process_id: str) -> Call[list[Event]]:
-    return _get(f"/v1/processes/{_segment(process_id)}/events", _items(Event.parse))
+    return _get(f"/v1/processes/{_segment(process_id)}/events", _items(_Event))
 
 
 def processes(
@@ -156,7 +159,7 @@ def processes(
 
 def verify(process_id: str, *, replay: bool = False) -> Call[Verification]:
     params = {"replay": "true" if replay else None}
-    return _get(f"/v1/processes/{_segment(process_id)}/verify", Verification.parse, params)
+    return _get(f"/v1/processes/{_segment(process_id)}/verify", _Verification, params)
 
 
 def export(process_id: str) -> Call[JsonObject]:

@@ -50,8 +50,12 @@ from charter.wire.automations import (
 from charter.wire.automations import (
     Webhook as Webhook,
 )
+from charter.wire.engine import Accepted as Accepted
 from charter.wire.engine import Actor as Actor
+from charter.wire.engine import Event as Event
+from charter.wire.engine import Problem as Problem
 from charter.wire.engine import Process as Process
+from charter.wire.engine import Verification as Verification
 
 T = TypeVar("T")
 W = TypeVar("W", bound=wire.Wire)
@@ -155,92 +159,6 @@ def _strings(r: _Reader, key: str) -> tuple[str, ...]:
 
 
 # --- the engine ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Event:
-    """A stored event: the signed envelope and what the engine recorded with it."""
-
-    seq: int
-    hash: str
-    envelope: JsonObject
-    signature: str
-    kind: str
-    workflow_version: str
-    received_at: datetime | None
-    actor_id: str | None
-    actor_roles: tuple[str, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @property
-    def action(self) -> str:
-        return str(self.envelope.get("action", ""))
-
-    @property
-    def input(self) -> JsonValue:
-        return self.envelope.get("input")
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Event:
-        r = _Reader(body, "event")
-        return cls(
-            seq=r.integer("seq"),
-            hash=r.text("hash"),
-            envelope=r.obj("envelope"),
-            signature=r.text("signature"),
-            kind=r.text("kind"),
-            workflow_version=r.text("workflow_version"),
-            received_at=r.optional_time("received_at"),
-            actor_id=r.optional_text("actor_id"),
-            actor_roles=_strings(r, "actor_roles"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """An accepted event: its hash and seq, and the process as it now is."""
-
-    hash: str
-    seq: int
-    process: Process
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Accepted:
-        r = _Reader(body, "accepted event")
-        return cls(
-            r.text("hash"),
-            r.integer("seq"),
-            wire.parse(Process, r.obj("process"), UnexpectedResponse),
-            body,
-        )
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing verification found wrong; `seq` None: about the whole process."""
-
-    seq: int | None
-    code: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Verification:
-    ok: bool
-    events: int
-    problems: tuple[Problem, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Verification:
-        r = _Reader(body, "verification report")
-        problems = []
-        for item in r.objects("problems"):
-            p = _Reader(item, "problem")
-            problems.append(Problem(p.optional_int("seq"), p.text("code"), p.text("message")))
-        return cls(r.flag("ok"), r.integer("events"), tuple(problems), body)
 
 
 @dataclass(frozen=True)

@@ -43,3 +43,55 @@ class Process(Wire):
     children: Annotated[
         tuple[str, ...], Meta(description="Ids of the processes it spawned.", detail=True)
     ] = ()
+
+
+@dataclass(frozen=True)
+class Event(Wire):
+    """A stored event: the signed envelope and what the engine recorded with it."""
+
+    seq: Annotated[int, Meta(ge=1)]
+    hash: Annotated[str, Meta(pattern=HEX64)]
+    envelope: Annotated[
+        JsonObject, Meta(description="The signed v1 envelope (docs/wire-format.md).")
+    ]
+    signature: Annotated[str | None, Meta(description="Null for a spawn genesis (it is caused).")]
+    kind: Annotated[str, Meta(choices=("action", "spawn"))]
+    workflow_version: str
+    received_at: datetime | None
+    actor_id: str
+    actor_roles: tuple[str, ...]
+
+    @property
+    def action(self) -> str:
+        return str(self.envelope.get("action", ""))
+
+    @property
+    def input(self) -> JsonValue:
+        return self.envelope.get("input")
+
+
+@dataclass(frozen=True)
+class Accepted(Wire):
+    """An accepted event: its hash and seq, and the process as it now is."""
+
+    hash: Annotated[str, Meta(pattern=HEX64, description="The new event's hash, the process head.")]
+    seq: Annotated[int, Meta(ge=1)]
+    process: Process
+
+
+@dataclass(frozen=True)
+class Problem(Wire):
+    """One thing verification found wrong; `seq` None: about the whole process."""
+
+    seq: Annotated[
+        int | None, Meta(description="The event's seq; null for the process as a whole.")
+    ]
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Verification(Wire):
+    ok: Annotated[bool, Meta(description="True exactly when there are no problems.")]
+    events: Annotated[int, Meta(ge=0)]
+    problems: tuple[Problem, ...]
