@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from charter.api.contract import HEX64, TIME, WORKFLOW_PATH
+from charter.api.contract import HEX64, TIME
 from charter.api.listing import alias_field, cursor_field
 from charter.api.wire_models import model
 from charter.wire import engine as wire
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     _Accepted = BaseModel
     Problem = BaseModel
     Verification = BaseModel
+    Deployment = BaseModel
+    WorkflowDetail = BaseModel
+    Deployed = BaseModel
 else:
     Actor = model(wire.Actor)
     ProcessBody = model(wire.Process)
@@ -33,6 +36,9 @@ else:
     _Accepted = model(wire.Accepted)
     Problem = model(wire.Problem)
     Verification = model(wire.Verification)
+    Deployment = model(wire.Deployment)
+    WorkflowDetail = model(wire.Workflow)
+    Deployed = model(wire.Deployed)
 
 Json = Any  # any JSON value
 
@@ -106,35 +112,12 @@ class ExportBundle(BaseModel):
     log: BundleLog | None = Field(default=None, description="`charter-export/2` only.")
 
 
-class Deployment(BaseModel):
-    path: str = Field(pattern=WORKFLOW_PATH)
-    revision: int = Field(ge=1)
-    version: str = Field(description="The definition's content hash.")
-    deployed_at: str = _TIME
-    deployed_by: str | None
-
-
 class Workflows(BaseModel):
     """Every deployed path's current deployment: the list envelope, never paged."""
 
     items: list[Deployment]
     next_cursor: str | None = cursor_field(paged=False)
     workflows: list[Deployment] = alias_field()
-
-
-class WorkflowDetail(Deployment):
-    definition: dict[str, Json]
-    revisions: list[Deployment] = Field(description="Newest first.")
-
-
-class Warning(BaseModel):
-    pointer: str = Field(description="A JSON pointer into the definition.")
-    message: str
-
-
-class Deployed(Deployment):
-    warnings: list[Warning] = Field(description="What deploys but deserves a look.")
-    unchanged: bool = Field(description="True (and 200): the path ran this definition already.")
 
 
 class Actors(BaseModel):

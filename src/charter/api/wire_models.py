@@ -60,6 +60,7 @@ _SCHEMAS: dict[tuple[str, str], Schema] = {
     ("Process", ""): Schema("ProcessBody", "`<process>` of docs/wire-format.md"),
     ("Process", "Detail"): Schema("ProcessWithChildren"),
     ("Event", ""): Schema("StoredEvent"),
+    ("Workflow", ""): Schema("WorkflowDetail"),
     ("Accepted", ""): Schema(
         "Accepted", examples=({"hash": _EXAMPLE_HASH, "seq": 1, "process": _EXAMPLE_PROCESS},)
     ),

@@ -54,6 +54,8 @@ Query = Mapping[str, str | int | datetime | None]
 _Accepted = parser(Accepted)
 _Actor = parser(Actor)
 _Automation = parser(Automation)
+_Deployed = parser(Deployed)
+_Deployment = parser(Deployment)
 _Event = parser(Event)
 _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
@@ -64,6 +66,7 @@ _RunDetail = parser(RunDetail)
 _Schedule = parser(Schedule)
 _Verification = parser(Verification)
 _Webhook = parser(Webhook)
+_Workflow = parser(Workflow)
 
 
 def _get(path: str, parse: Callable[[JsonObject], T], params: Query | None = None) -> Call[T]:
@@ -175,17 +178,17 @@ def process_automation(process_id: str) -> Call[ProcessAutomation]:
 
 
 def workflows() -> Call[list[Deployment]]:
-    return _get("/v1/workflows", _items(Deployment.parse))
+    return _get("/v1/workflows", _items(_Deployment))
 
 
 def workflow(path: str) -> Call[Workflow]:
-    return _get(f"/v1/workflows/{quote(path, safe='/')}", Workflow.parse)
+    return _get(f"/v1/workflows/{quote(path, safe='/')}", _Workflow)
 
 
 def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
     body: JsonObject = {"path": path, "definition": definition}
     # 201 for a new revision, 200 when this definition is deployed already.
-    return _send("POST", "/v1/workflows", Deployed.parse, body, expect=frozenset({200, 201}))
+    return _send("POST", "/v1/workflows", _Deployed, body, expect=frozenset({200, 201}))
 
 
 def actors() -> Call[list[Actor]]:

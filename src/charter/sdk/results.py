@@ -52,10 +52,13 @@ from charter.wire.automations import (
 )
 from charter.wire.engine import Accepted as Accepted
 from charter.wire.engine import Actor as Actor
+from charter.wire.engine import Deployed as Deployed
+from charter.wire.engine import Deployment as Deployment
 from charter.wire.engine import Event as Event
 from charter.wire.engine import Problem as Problem
 from charter.wire.engine import Process as Process
 from charter.wire.engine import Verification as Verification
+from charter.wire.engine import Workflow as Workflow
 
 T = TypeVar("T")
 W = TypeVar("W", bound=wire.Wire)
@@ -159,64 +162,6 @@ def _strings(r: _Reader, key: str) -> tuple[str, ...]:
 
 
 # --- the engine ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """One revision of a workflow path: the version (definition hash) it points at."""
-
-    path: str
-    revision: int
-    version: str
-    deployed_at: datetime
-    deployed_by: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Deployment:
-        r = _Reader(body, "workflow")
-        return cls(
-            path=r.text("path"),
-            revision=r.integer("revision"),
-            version=r.text("version"),
-            deployed_at=r.time("deployed_at"),
-            deployed_by=r.optional_text("deployed_by"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Workflow:
-    """The current deployment of a path, its definition and every revision, newest first."""
-
-    deployment: Deployment
-    definition: JsonObject
-    revisions: tuple[Deployment, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Workflow:
-        r = _Reader(body, "workflow")
-        revisions = tuple(Deployment.parse(d) for d in r.objects("revisions"))
-        return cls(Deployment.parse(body), r.obj("definition"), revisions, body)
-
-
-@dataclass(frozen=True)
-class Deployed:
-    """The answer to a deploy: the deployment, the definition's warnings, and whether
-    the definition was already the path's current one (nothing deployed)."""
-
-    deployment: Deployment
-    warnings: tuple[JsonObject, ...]
-    unchanged: bool
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Deployed:
-        r = _Reader(body, "deployment")
-        warnings = tuple(r.objects("warnings")) if "warnings" in body else ()
-        unchanged = r.flag("unchanged") if "unchanged" in body else False
-        return cls(Deployment.parse(body), warnings, unchanged, body)
 
 
 @dataclass(frozen=True)

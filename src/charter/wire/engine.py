@@ -95,3 +95,48 @@ class Verification(Wire):
     ok: Annotated[bool, Meta(description="True exactly when there are no problems.")]
     events: Annotated[int, Meta(ge=0)]
     problems: tuple[Problem, ...]
+
+
+@dataclass(frozen=True)
+class Deployment(Wire):
+    """One revision of a workflow path: the version (definition hash) it points at."""
+
+    path: Annotated[str, Meta(pattern=WORKFLOW_PATH)]
+    revision: Annotated[int, Meta(ge=1)]
+    version: Annotated[str, Meta(description="The definition's content hash.")]
+    deployed_at: datetime
+    deployed_by: str | None
+
+
+@dataclass(frozen=True)
+class Workflow(Wire):
+    """The current deployment of a path, its definition and every revision, newest first."""
+
+    deployment: Annotated[Deployment, Meta(flatten=True)]
+    definition: JsonObject
+    revisions: Annotated[tuple[Deployment, ...], Meta(description="Newest first.")]
+
+
+@dataclass(frozen=True)
+class Warning(Wire):
+    """What a deploy noticed but did not refuse, and where in the definition."""
+
+    pointer: Annotated[str, Meta(description="A JSON pointer into the definition.")]
+    message: str
+
+
+@dataclass(frozen=True)
+class Deployed(Wire):
+    """The answer to a deploy: the deployment, the definition's warnings, and whether
+    the definition was already the path's current one (nothing deployed)."""
+
+    deployment: Annotated[Deployment, Meta(flatten=True)]
+    # Kept as the JSON objects they came as; the document describes them as Warning.
+    warnings: Annotated[
+        tuple[JsonObject, ...],
+        Meta(description="What deploys but deserves a look.", document_as=Warning, required=True),
+    ] = ()
+    unchanged: Annotated[
+        bool,
+        Meta(description="True (and 200): the path ran this definition already.", required=True),
+    ] = False
