@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     Deployment = BaseModel
     WorkflowDetail = BaseModel
     Deployed = BaseModel
+    ProcessAutomation = BaseModel
 else:
     Actor = model(wire.Actor)
     ProcessBody = model(wire.Process)
@@ -39,6 +40,7 @@ else:
     Deployment = model(wire.Deployment)
     WorkflowDetail = model(wire.Workflow)
     Deployed = model(wire.Deployed)
+    ProcessAutomation = model(wire.ProcessAutomation)
 
 Json = Any  # any JSON value
 
@@ -70,19 +72,6 @@ class Events(BaseModel):
     items: list[StoredEvent] = Field(description="In `seq` order.")
     next_cursor: str | None = cursor_field(paged=False)
     events: list[StoredEvent] = alias_field()
-
-
-class WorkTableRow(BaseModel):
-    """A row of `scheduled_actions` or `automation_queue` (docs/automation.md), every column."""
-
-    id: str
-    status: str
-    action_name: str
-
-
-class ProcessAutomation(BaseModel):
-    scheduled: list[WorkTableRow]
-    queue: list[WorkTableRow]
 
 
 class BundleLog(BaseModel):

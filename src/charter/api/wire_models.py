@@ -61,6 +61,13 @@ _SCHEMAS: dict[tuple[str, str], Schema] = {
     ("Process", "Detail"): Schema("ProcessWithChildren"),
     ("Event", ""): Schema("StoredEvent"),
     ("Workflow", ""): Schema("WorkflowDetail"),
+    ("WorkItem", ""): Schema(
+        "WorkRow", "A scheduled action or an automatic-action queue row, small and readable."
+    ),
+    ("WorkTableRow", ""): Schema(
+        "WorkTableRow",
+        "A row of `scheduled_actions` or `automation_queue` (docs/automation.md), every column.",
+    ),
     ("Accepted", ""): Schema(
         "Accepted", examples=({"hash": _EXAMPLE_HASH, "seq": 1, "process": _EXAMPLE_PROCESS},)
     ),

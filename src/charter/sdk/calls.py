@@ -61,11 +61,14 @@ _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
 _Plan = parser(Plan)
 _Process = parser(Process)
+_ProcessAutomation = parser(ProcessAutomation)
 _Run = parser(Run)
 _RunDetail = parser(RunDetail)
 _Schedule = parser(Schedule)
+_Stats = parser(Stats)
 _Verification = parser(Verification)
 _Webhook = parser(Webhook)
+_WorkItem = parser(WorkItem)
 _Workflow = parser(Workflow)
 
 
@@ -171,7 +174,7 @@ def export(process_id: str) -> Call[JsonObject]:
 
 
 def process_automation(process_id: str) -> Call[ProcessAutomation]:
-    return _get(f"/v1/processes/{_segment(process_id)}/automation", ProcessAutomation.parse)
+    return _get(f"/v1/processes/{_segment(process_id)}/automation", _ProcessAutomation)
 
 
 # --- workflows and actors --------------------------------------------------------------
@@ -226,7 +229,7 @@ def enable_actor(actor_id: str) -> Call[Actor]:
 
 
 def stats() -> Call[Stats]:
-    return _get("/v1/stats", Stats.parse)
+    return _get("/v1/stats", _Stats)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,7 +285,7 @@ def _work(
 ) -> Call[Page[WorkItem]]:
     fields = {f.name: getattr(where, f.name) for f in dataclasses.fields(where)}
     params: Query = {**fields, "cursor": cursor, "limit": limit}
-    return _get(path, _paged(WorkItem.parse), params)
+    return _get(path, _paged(_WorkItem), params)
 
 
 # --- machines --------------------------------------------------------------------------

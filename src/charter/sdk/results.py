@@ -57,8 +57,11 @@ from charter.wire.engine import Deployment as Deployment
 from charter.wire.engine import Event as Event
 from charter.wire.engine import Problem as Problem
 from charter.wire.engine import Process as Process
+from charter.wire.engine import ProcessAutomation as ProcessAutomation
+from charter.wire.engine import Stats as Stats
 from charter.wire.engine import Verification as Verification
 from charter.wire.engine import Workflow as Workflow
+from charter.wire.engine import WorkItem as WorkItem
 
 T = TypeVar("T")
 W = TypeVar("W", bound=wire.Wire)
@@ -162,90 +165,3 @@ def _strings(r: _Reader, key: str) -> tuple[str, ...]:
 
 
 # --- the engine ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """A scheduled action or an automatic-action queue row, as the operator views list
-    them (`kind` is `scheduled_action` or `auto_action`; `what` the action it fires)."""
-
-    id: str
-    kind: str
-    what: str
-    process: str
-    workflow: str
-    due: datetime | None
-    status: str
-    attempts: int
-    last_error: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> WorkItem:
-        r = _Reader(body, "work row")
-        return cls(
-            id=r.text("id"),
-            kind=r.text("kind"),
-            what=r.text("what"),
-            process=r.text("process"),
-            workflow=r.text("workflow"),
-            due=r.optional_time("due"),
-            status=r.text("status"),
-            attempts=r.integer("attempts"),
-            last_error=r.optional_text("last_error"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class ProcessAutomation:
-    """A process's scheduled actions and automatic-action queue rows, as stored."""
-
-    scheduled: tuple[JsonObject, ...]
-    queue: tuple[JsonObject, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> ProcessAutomation:
-        r = _Reader(body, "process automation")
-        return cls(tuple(r.objects("scheduled")), tuple(r.objects("queue")), body)
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Counts for a dashboard (GET /v1/stats)."""
-
-    # (workflow, state) → how many processes are in it.
-    processes: dict[tuple[str, str], int]
-    timers_due_next_hour: int
-    queue: dict[str, int]
-    failed_work: int
-    runs: dict[str, int]
-    machines_seen_recently: int | None
-    as_of: datetime
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Stats:
-        r = _Reader(body, "stats")
-        counts = {}
-        for item in r.objects("processes"):
-            c = _Reader(item, "process count")
-            counts[(c.text("workflow"), c.text("state"))] = c.integer("count")
-        return cls(
-            processes=counts,
-            timers_due_next_hour=r.integer("timers_due_next_hour"),
-            queue=_counts(r, "queue"),
-            failed_work=r.integer("failed_work"),
-            runs=_counts(r, "runs"),
-            machines_seen_recently=r.optional_int("machines_seen_recently"),
-            as_of=r.time("as_of"),
-            raw=body,
-        )
-
-
-def _counts(r: _Reader, key: str) -> dict[str, int]:
-    counts = r.obj(key)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
-        raise r._fail(key, "map of counts")
-    return {k: int(str(v)) for k, v in counts.items()}

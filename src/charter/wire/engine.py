@@ -140,3 +140,87 @@ class Deployed(Wire):
         bool,
         Meta(description="True (and 200): the path ran this definition already.", required=True),
     ] = False
+
+
+@dataclass(frozen=True)
+class WorkItem(Wire):
+    """A scheduled action or an automatic-action queue row, as the operator views list
+    them (`kind` is `scheduled_action` or `auto_action`; `what` the action it fires)."""
+
+    id: str
+    kind: Annotated[str, Meta(description="`scheduled_action` or `auto_action`.")]
+    what: Annotated[str, Meta(description="The action it fires.")]
+    process: str
+    workflow: str
+    due: Annotated[
+        datetime | None, Meta(description="When it fires (next occurrence, or retry time).")
+    ]
+    status: str
+    attempts: int
+    last_error: str | None
+    last_attempt_at: datetime | None
+    last_result: str | None
+    # A scheduled action's own keys.
+    schedule_id: str | None = None
+    every: str | None = None
+    retry_at: datetime | None = None
+    # A queue row's own key.
+    queued_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class WorkTableRow(Wire):
+    """A row of `scheduled_actions` or `automation_queue` (docs/automation.md), every column."""
+
+    id: str
+    status: str
+    action_name: str
+
+
+@dataclass(frozen=True)
+class ProcessAutomation(Wire):
+    """A process's scheduled actions and automatic-action queue rows, as stored."""
+
+    scheduled: Annotated[tuple[JsonObject, ...], Meta(document_as=WorkTableRow)]
+    queue: Annotated[tuple[JsonObject, ...], Meta(document_as=WorkTableRow)]
+
+
+@dataclass(frozen=True)
+class ProcessCount(Wire):
+    workflow: str
+    state: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Stats(Wire):
+    """Counts for a dashboard (GET /v1/stats)."""
+
+    process_counts: Annotated[tuple[ProcessCount, ...], Meta(key="processes")]
+    timers_due_next_hour: Annotated[
+        int, Meta(description="Active scheduled actions due within the hour.")
+    ]
+    queue: Annotated[dict[str, int], Meta(description="Automatic-action queue rows by status.")]
+    failed_work: Annotated[
+        int, Meta(description="Scheduled actions and queue rows that failed for good.")
+    ]
+    as_of: Annotated[datetime, Meta(description="The database time the counts were taken at.")]
+    runs: Annotated[
+        dict[str, int],
+        Meta(
+            description="Runs by status: the token principal's (everyone's for `*`); empty "
+            "without `runs:read`."
+        ),
+    ]
+    machines_seen_recently: Annotated[
+        int | None,
+        Meta(
+            description="Machines that authenticated in the last 5 minutes (the principal's, "
+            "everyone's for `*`); null without `automations:read`."
+        ),
+    ]
+
+    @property
+    def processes(self) -> dict[tuple[str, str], int]:
+        """(workflow, state) → how many processes are in it."""
+        return {(c.workflow, c.state): c.count for c in self.process_counts}
