@@ -1,7 +1,7 @@
 """What the SDK's calls return: frozen dataclasses, each parsed from its response object.
 
-The objects `charter.wire` defines are re-exported as they are (read with `parser`); the
-others are still described here, each with its own `parse`.
+The objects `charter.wire` defines are re-exported as they are (read with `parser`);
+only `Page`, the list envelope around them, is still described here.
 
 Every result keeps the object it came from in `raw` (what `--json` prints); a missing or
 mistyped field is `UnexpectedResponse`, never a half-filled value. Times are aware
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Generic, TypeVar
 
 from charter import wire
@@ -67,9 +66,6 @@ T = TypeVar("T")
 W = TypeVar("W", bound=wire.Wire)
 
 
-# --- the automations control API: the wire's own objects -------------------------------
-
-
 def parser(cls: type[W]) -> Callable[[JsonObject], W]:
     """How a call reads an answer that is a wire object: strictly, any flaw being
     UnexpectedResponse."""
@@ -104,36 +100,6 @@ class _Reader:
     def optional_text(self, key: str) -> str | None:
         return None if self.body.get(key) is None else self.text(key)
 
-    def flag(self, key: str) -> bool:
-        value = self.body.get(key)
-        if not isinstance(value, bool):
-            raise self._fail(key, "boolean")
-        return value
-
-    def integer(self, key: str) -> int:
-        value = self.body.get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, "integer")
-        return value
-
-    def optional_int(self, key: str) -> int | None:
-        return None if self.body.get(key) is None else self.integer(key)
-
-    def time(self, key: str) -> datetime:
-        try:
-            return datetime.fromisoformat(self.text(key))
-        except ValueError:
-            raise self._fail(key, "RFC 3339 time") from None
-
-    def optional_time(self, key: str) -> datetime | None:
-        return None if self.body.get(key) is None else self.time(key)
-
-    def obj(self, key: str) -> JsonObject:
-        value = self.body.get(key)
-        if not isinstance(value, dict):
-            raise self._fail(key, "object")
-        return value
-
     def array(self, key: str) -> list[JsonValue]:
         value = self.body.get(key)
         if not isinstance(value, list):
@@ -155,13 +121,3 @@ def _page(body: JsonObject, parse: Callable[[JsonObject], T]) -> Page[T]:
         reader.optional_text("next_cursor"),
         body,
     )
-
-
-def _strings(r: _Reader, key: str) -> tuple[str, ...]:
-    items = r.array(key)
-    if not all(isinstance(item, str) for item in items):
-        raise r._fail(key, "list of strings")
-    return tuple(str(item) for item in items)
-
-
-# --- the engine ------------------------------------------------------------------------
