@@ -493,6 +493,8 @@ def test_the_work_iterators_take_a_work_filter_and_walk_the_pages() -> None:
     row = {
         **dict.fromkeys(("id", "kind", "what", "process", "workflow", "status"), "x"),
         "attempts": 0,
+        # The server sends every key, null or not; a reader refuses a row missing one.
+        **dict.fromkeys(("due", "last_error", "last_attempt_at", "last_result")),
     }
     client = _client(_envelope(row, next_cursor="c2"), _envelope(), seen=seen)
     found = list(client.iter_queue(WorkFilter(process="p-1"), status="pending", page_size=1))

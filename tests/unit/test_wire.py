@@ -20,6 +20,7 @@ from charter.wire.automations import (
     RunStep,
     Webhook,
 )
+from charter.wire.engine import Deployed, Process, Stats
 
 AT = datetime(2026, 6, 18, 10, 0, 0, 123000, tzinfo=UTC)  # what milliseconds keep
 ID = "12345678-1234-5678-1234-567812345678"
@@ -190,3 +191,55 @@ def test_the_models_of_the_document_follow_the_fields_and_their_meta() -> None:
     assert "secret" in created["required"]
     assert model(RunStep).__name__ == "Step"
     assert model(PlanStep).model_json_schema()["required"] == ["id", "actionId", "input"]
+
+
+def test_a_detail_key_is_only_in_the_detail_model_and_defaults_when_absent() -> None:
+    process: JsonObject = {
+        "id": "p-1",
+        "workflow": "a/b",
+        "state": "open",
+        "data": {},
+        "head": None,
+        "seq": 0,
+        "parent": None,
+        "created_at": None,
+        "updated_at": None,
+    }
+    assert wire.parse(Process, process, Refused).children == ()
+    assert wire.parse(Process, {**process, "children": ["c"]}, Refused).children == ("c",)
+    assert "children" not in model(Process).model_json_schema()["properties"]
+    assert "children" in model(Process, detail=True).model_json_schema()["required"]
+
+
+def test_required_keys_and_items_the_document_describes_as_a_wire_object() -> None:
+    schema = model(Deployed).model_json_schema()
+    assert {"warnings", "unchanged"} <= set(schema["required"])
+    assert schema["properties"]["warnings"]["items"] == {"$ref": "#/$defs/Warning"}
+    body: JsonObject = {
+        "path": "a",
+        "revision": 1,
+        "version": "v",
+        "deployed_at": "2026-06-18T10:00:00.000Z",
+        "deployed_by": None,
+    }
+    deployed = wire.parse(Deployed, body, Refused)
+    assert (deployed.warnings, deployed.unchanged) == ((), False)
+    warned = wire.parse(Deployed, {**body, "warnings": [{"pointer": "/x"}]}, Refused)
+    assert warned.warnings == ({"pointer": "/x"},)
+
+
+def test_a_map_of_counts_is_read_strictly() -> None:
+    body: JsonObject = {
+        "processes": [{"workflow": "a", "state": "open", "count": 2}],
+        "timers_due_next_hour": 0,
+        "queue": {"pending": 1},
+        "failed_work": 0,
+        "as_of": "2026-06-18T10:00:00.000Z",
+        "runs": {},
+        "machines_seen_recently": None,
+    }
+    stats = wire.parse(Stats, body, Refused)
+    assert stats.processes == {("a", "open"): 2}
+    assert wire.to_json(stats) == body
+    with pytest.raises(Refused, match="queue"):
+        wire.parse(Stats, {**body, "queue": {"pending": True}}, Refused)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from charter.api.contract import HEX64, NAME, TIME, WORKFLOW_PATH
+from charter.api.contract import HEX64, TIME
 from charter.api.listing import alias_field, cursor_field
 from charter.api.wire_models import model
 from charter.wire import engine as wire
@@ -19,27 +19,33 @@ from charter.wire import engine as wire
 if TYPE_CHECKING:
     # What the envelopes below name in annotations; made at run time from the wire.
     Actor = BaseModel
+    ProcessBody = BaseModel
+    ProcessWithChildren = BaseModel
+    StoredEvent = BaseModel
+    _Accepted = BaseModel
+    Problem = BaseModel
+    Verification = BaseModel
+    Deployment = BaseModel
+    WorkflowDetail = BaseModel
+    Deployed = BaseModel
+    ProcessAutomation = BaseModel
 else:
     Actor = model(wire.Actor)
+    ProcessBody = model(wire.Process)
+    ProcessWithChildren = model(wire.Process, detail=True)
+    StoredEvent = model(wire.Event)
+    _Accepted = model(wire.Accepted)
+    Problem = model(wire.Problem)
+    Verification = model(wire.Verification)
+    Deployment = model(wire.Deployment)
+    WorkflowDetail = model(wire.Workflow)
+    Deployed = model(wire.Deployed)
+    ProcessAutomation = model(wire.ProcessAutomation)
 
 Json = Any  # any JSON value
 
 _TIME = Field(description=TIME)
 _EXAMPLE_HASH = "3b7f0c2e9d4a6b8c1e5f7a9d2c4e6b8a0f1d3c5e7a9b2d4f6c8e0a1b3d5f7c9e"
-
-
-class ProcessBody(BaseModel):
-    """`<process>` of docs/wire-format.md"""
-
-    id: str = Field(pattern=NAME, examples=["p-4f2a9c"])
-    workflow: str = Field(pattern=WORKFLOW_PATH, examples=["customer/retail/retail-customer"])
-    state: str = Field(examples=["open"])
-    data: dict[str, Json] = Field(description="The process document without `state`.")
-    head: str | None = Field(pattern=HEX64, description="Hash of the last event.")
-    seq: int = Field(ge=0)
-    parent: str | None = Field(description="The process that spawned this one.")
-    created_at: str | None = _TIME
-    updated_at: str | None = _TIME
 
 
 class Receipt(BaseModel):
@@ -49,55 +55,15 @@ class Receipt(BaseModel):
     proof: str = Field(description="A c2sp.org/tlog-proof@v1 text against the checkpoint.")
 
 
-class Accepted(BaseModel):
+class Accepted(_Accepted):
     """`POST /v1/events` → 201."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "hash": _EXAMPLE_HASH,
-                    "seq": 1,
-                    "process": {
-                        "id": "p-4f2a9c",
-                        "workflow": "customer/retail/retail-customer",
-                        "state": "open",
-                        "data": {"amount": 5},
-                        "head": _EXAMPLE_HASH,
-                        "seq": 1,
-                        "parent": None,
-                        "created_at": "2026-06-18T10:00:00.000Z",
-                        "updated_at": "2026-06-18T10:00:00.000Z",
-                    },
-                }
-            ]
-        }
-    )
-
-    hash: str = Field(pattern=HEX64, description="The new event's hash, the process head.")
-    seq: int = Field(ge=1)
-    process: ProcessBody
+    # Only the ingest route's wait=log adds it; the event's acceptance is the wire's.
     log: Receipt | None = Field(
         default=None,
         description="With `wait=log`: the receipt once the event is in a published"
         " checkpoint, null on timeout; absent otherwise.",
     )
-
-
-class ProcessWithChildren(ProcessBody):
-    children: list[str] = Field(description="Ids of the processes it spawned.")
-
-
-class StoredEvent(BaseModel):
-    seq: int = Field(ge=1)
-    hash: str = Field(pattern=HEX64)
-    envelope: dict[str, Json] = Field(description="The signed v1 envelope (docs/wire-format.md).")
-    signature: str | None = Field(description="Null for a spawn genesis (it is caused).")
-    kind: Literal["action", "spawn"]
-    workflow_version: str
-    received_at: str | None = _TIME
-    actor_id: str
-    actor_roles: list[str]
 
 
 class Events(BaseModel):
@@ -106,50 +72,6 @@ class Events(BaseModel):
     items: list[StoredEvent] = Field(description="In `seq` order.")
     next_cursor: str | None = cursor_field(paged=False)
     events: list[StoredEvent] = alias_field()
-
-
-class Problem(BaseModel):
-    seq: int | None = Field(description="The event's seq; null for the process as a whole.")
-    code: str
-    message: str
-
-
-class Verification(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {"ok": True, "events": 3, "problems": []},
-                {
-                    "ok": False,
-                    "events": 3,
-                    "problems": [
-                        {
-                            "seq": 2,
-                            "code": "bad_signature",
-                            "message": "the signature does not verify",
-                        }
-                    ],
-                },
-            ]
-        }
-    )
-
-    ok: bool = Field(description="True exactly when there are no problems.")
-    events: int = Field(ge=0)
-    problems: list[Problem]
-
-
-class WorkTableRow(BaseModel):
-    """A row of `scheduled_actions` or `automation_queue` (docs/automation.md), every column."""
-
-    id: str
-    status: str
-    action_name: str
-
-
-class ProcessAutomation(BaseModel):
-    scheduled: list[WorkTableRow]
-    queue: list[WorkTableRow]
 
 
 class BundleLog(BaseModel):
@@ -179,35 +101,12 @@ class ExportBundle(BaseModel):
     log: BundleLog | None = Field(default=None, description="`charter-export/2` only.")
 
 
-class Deployment(BaseModel):
-    path: str = Field(pattern=WORKFLOW_PATH)
-    revision: int = Field(ge=1)
-    version: str = Field(description="The definition's content hash.")
-    deployed_at: str = _TIME
-    deployed_by: str | None
-
-
 class Workflows(BaseModel):
     """Every deployed path's current deployment: the list envelope, never paged."""
 
     items: list[Deployment]
     next_cursor: str | None = cursor_field(paged=False)
     workflows: list[Deployment] = alias_field()
-
-
-class WorkflowDetail(Deployment):
-    definition: dict[str, Json]
-    revisions: list[Deployment] = Field(description="Newest first.")
-
-
-class Warning(BaseModel):
-    pointer: str = Field(description="A JSON pointer into the definition.")
-    message: str
-
-
-class Deployed(Deployment):
-    warnings: list[Warning] = Field(description="What deploys but deserves a look.")
-    unchanged: bool = Field(description="True (and 200): the path ran this definition already.")
 
 
 class Actors(BaseModel):

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 from pydantic import WithJsonSchema
 
+from charter import wire
 from charter.api.auth import require
 from charter.api.contract import NAME, errors
 from charter.api.listing import listing
@@ -20,6 +21,7 @@ from charter.api.state import Services, services
 from charter.auth.tokens import ALL_SCOPES, TokenInfo
 from charter.db.database import Role
 from charter.operator import paging, reads
+from charter.wire import engine as shapes
 
 router = APIRouter(tags=["operator"])
 Context = Annotated[Services, Depends(services)]
@@ -104,7 +106,8 @@ def get_stats(context: Context, token: Reader) -> JSONResponse:
             machines = reads.machines_seen(
                 conn, principal=token.principal, everyone=everyone, now=now
             )
-    return JSONResponse({**body, "runs": runs, "machines_seen_recently": machines})
+    counts = {**body, "runs": runs, "machines_seen_recently": machines}
+    return JSONResponse(wire.to_json(counts, shapes.Stats))
 
 
 def _work_filter(

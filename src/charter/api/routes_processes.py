@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 
+from charter import wire
 from charter.api.auth import require
 from charter.api.contract import NAME, answers
 from charter.api.listing import listing
@@ -23,6 +24,7 @@ from charter.api.state import Services, services
 from charter.audit import verify_stored
 from charter.audit.metrics import count_verification
 from charter.auth.tokens import TokenInfo
+from charter.wire import engine as shapes
 
 READ = "processes:read"
 
@@ -65,7 +67,8 @@ def verify_process(
 def get_process_automation(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
     """The process's scheduled actions and automatic-action queue rows."""
     scheduled, queue = context.reads.automation(process_id)
-    return JSONResponse({"scheduled": scheduled, "queue": queue})
+    automation = {"scheduled": scheduled, "queue": queue}
+    return JSONResponse(wire.to_json(automation, shapes.ProcessAutomation))
 
 
 @router.get(

@@ -23,7 +23,7 @@ from charter.core import ijson
 from charter.core.errors import UnknownWorkflow
 from charter.core.jsontypes import JsonValue
 from charter.db.database import Role
-from charter.engine.registry import list_deployments, revisions
+from charter.engine.registry import list_deployments, revisions, workflow_json
 from charter.engine.store import Store
 
 router = APIRouter(tags=["workflows"])
@@ -58,13 +58,7 @@ def show_workflow(
         text = Store(conn).workflow_definition_text(history[0].version)
     if text is None:  # the registry is append-only; a deployment names a stored version
         raise UnknownWorkflow(f"the definition of {path!r} is missing")
-    return JSONResponse(
-        {
-            **history[0].to_json(),
-            "definition": ijson.loads(text),
-            "revisions": [d.to_json() for d in history],
-        }
-    )
+    return JSONResponse(workflow_json(history, ijson.loads(text)))
 
 
 @router.post(
@@ -95,7 +89,6 @@ def deploy_workflow(
         deployment = context.engine.registry.deploy(
             conn, text(request, "path"), request["definition"], deployed_by=token.principal
         )
-    warnings = [w.to_dict() for w in deployment.warnings]
-    answer = deployment.to_json() | {"warnings": warnings, "unchanged": deployment.unchanged}
     # 200 and the current revision for the definition deployed there already.
+    answer = deployment.deployed_json()
     return JSONResponse(answer, status_code=200 if deployment.unchanged else 201)

@@ -6,11 +6,13 @@ describe those answers, so they are made from the same fields and their `Meta`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from charter.core.jsontypes import JsonValue
 from charter.wire.codec import (
     Wire,
     is_json_object,
@@ -19,37 +21,121 @@ from charter.wire.codec import (
     items_of,
     optional_of,
     slots,
+    values_of,
 )
 from charter.wire.patterns import TIME
 
-# Schema names that differ from the class's, as the document has always called them.
-_NAMES: dict[str, str] = {"RunStep": "Step"}
+
+@dataclass(frozen=True)
+class Schema:
+    """How the document names and describes one model of a class."""
+
+    name: str
+    description: str | None = None
+    examples: tuple[JsonValue, ...] = ()
 
 
-_MODELS: dict[tuple[type, bool], type[BaseModel]] = {}
+_EXAMPLE_HASH = "3b7f0c2e9d4a6b8c1e5f7a9d2c4e6b8a0f1d3c5e7a9b2d4f6c8e0a1b3d5f7c9e"
+_EXAMPLE_PROCESS: JsonValue = {
+    "id": "p-4f2a9c",
+    "workflow": "customer/retail/retail-customer",
+    "state": "open",
+    "data": {"amount": 5},
+    "head": _EXAMPLE_HASH,
+    "seq": 1,
+    "parent": None,
+    "created_at": "2026-06-18T10:00:00.000Z",
+    "updated_at": "2026-06-18T10:00:00.000Z",
+}
+_BAD_SIGNATURE: JsonValue = {
+    "seq": 2,
+    "code": "bad_signature",
+    "message": "the signature does not verify",
+}
+
+# Models the document names or describes otherwise than by their class's name, as it
+# has always called them; keyed by class name and variant ("", "New", "Detail").
+_SCHEMAS: dict[tuple[str, str], Schema] = {
+    ("RunStep", ""): Schema("Step"),
+    ("Process", ""): Schema("ProcessBody", "`<process>` of docs/wire-format.md"),
+    ("Process", "Detail"): Schema("ProcessWithChildren"),
+    ("Event", ""): Schema("StoredEvent"),
+    ("Workflow", ""): Schema("WorkflowDetail"),
+    ("WorkItem", ""): Schema(
+        "WorkRow", "A scheduled action or an automatic-action queue row, small and readable."
+    ),
+    ("WorkTableRow", ""): Schema(
+        "WorkTableRow",
+        "A row of `scheduled_actions` or `automation_queue` (docs/automation.md), every column.",
+    ),
+    ("Accepted", ""): Schema(
+        "Accepted", examples=({"hash": _EXAMPLE_HASH, "seq": 1, "process": _EXAMPLE_PROCESS},)
+    ),
+    ("Verification", ""): Schema(
+        "Verification",
+        examples=(
+            {"ok": True, "events": 3, "problems": []},
+            {"ok": False, "events": 3, "problems": [_BAD_SIGNATURE]},
+        ),
+    ),
+}
 
 
-def model(cls: type[Wire], *, creating: bool = False) -> type[BaseModel]:
-    """The model of `cls` (one per class: the document names it once); `creating`: as the
-    answer that created one (its `on_create` fields required), named `New<name>`."""
-    if (cls, creating) not in _MODELS:
-        name = _NAMES.get(cls.__name__, cls.__name__)
-        fields: dict[str, Any] = _definitions(cls, creating)
-        _MODELS[cls, creating] = create_model("New" + name if creating else name, **fields)
-    return _MODELS[cls, creating]
+_MODELS: dict[tuple[type, str, str | None], type[BaseModel]] = {}
 
 
-def _definitions(cls: type[Wire], creating: bool) -> dict[str, tuple[Any, Any]]:
+def model(
+    cls: type[Wire],
+    *,
+    creating: bool = False,
+    detail: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+) -> type[BaseModel]:
+    """The model of `cls` (one per class and variant: the document names it once).
+    `creating`: as the answer that created one (its `on_create` fields required), named
+    `New<name>`; `detail`: as the answers that show it in detail (its `detail` fields
+    required). `name` and `description`: a model of its own under that name."""
+    variant = "New" if creating else "Detail" if detail else ""
+    key = (cls, variant, name)
+    if key not in _MODELS:
+        schema = _SCHEMAS.get((cls.__name__, variant))
+        if schema is None:
+            plain = _SCHEMAS.get((cls.__name__, ""), Schema(cls.__name__)).name
+            schema = Schema(f"New{plain}" if creating else f"{plain}Detail" if detail else plain)
+        if name is not None:
+            schema = Schema(name, description)
+        config = ConfigDict(json_schema_extra={"examples": list(schema.examples)})
+        fields: dict[str, Any] = _definitions(cls, creating, detail)
+        _MODELS[key] = create_model(
+            schema.name,
+            __doc__=schema.description,
+            __config__=config if schema.examples else None,
+            **fields,
+        )
+    return _MODELS[key]
+
+
+def _definitions(cls: type[Wire], creating: bool, detail: bool) -> dict[str, tuple[Any, Any]]:
     found: dict[str, tuple[Any, Any]] = {}
     for slot in slots(cls):
         meta = slot.meta
         if meta.flatten:
-            found.update(_definitions(slot.hint, creating))
+            found.update(_definitions(slot.hint, creating, detail))
             continue
-        if meta.on_create and not creating:
+        if (meta.on_create and not creating) or (meta.detail and not detail):
             continue
-        required = slot.required or (meta.on_create and creating)
-        hint = _annotation(optional_of(slot.hint) if meta.on_create else slot.hint, meta.choices)
+        required = (
+            slot.required
+            or meta.required
+            or (meta.on_create and creating)
+            or (meta.detail and detail)
+        )
+        hint = _annotation(
+            optional_of(slot.hint) if meta.on_create else slot.hint,
+            meta.choices,
+            meta.document_as,
+        )
         description = meta.description
         if description is None and _is_time(slot.hint):
             description = TIME
@@ -75,7 +161,12 @@ def _is_time(hint: Any) -> bool:
     return hint is datetime or optional_of(hint) is datetime
 
 
-def _annotation(hint: Any, choices: tuple[Any, ...] = ()) -> Any:
+def _annotation(
+    hint: Any, choices: tuple[Any, ...] = (), document_as: type[Wire] | None = None
+) -> Any:
+    if document_as is not None:
+        # The attribute keeps JSON; the document says what that JSON is.
+        return list[model(document_as)] if items_of(hint) is not None else model(document_as)  # type: ignore[misc]
     if is_json_value(hint):
         return Any
     inner = optional_of(hint)
@@ -92,4 +183,7 @@ def _annotation(hint: Any, choices: tuple[Any, ...] = ()) -> Any:
     element = items_of(hint)
     if element is not None:
         return list[_annotation(element)]  # type: ignore[misc]
+    element = values_of(hint)
+    if element is not None:
+        return dict[str, _annotation(element)]  # type: ignore[misc]
     return hint

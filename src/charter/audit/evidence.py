@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from charter import wire
 from charter.core.envelope import Envelope
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.engine.records import ProcessView
+from charter.wire import engine as shapes
 
 # Every problem code a report can carry (docs/verification.md explains each one).
 CODES = frozenset(
@@ -126,7 +128,7 @@ class Problem:
     message: str
 
     def to_json(self) -> JsonObject:
-        return {"seq": self.seq, "code": self.code, "message": self.message}
+        return wire.to_json(self, shapes.Problem)
 
 
 @dataclass(frozen=True)
@@ -144,11 +146,7 @@ class VerificationReport:
 
     def to_json(self) -> JsonObject:
         """The `GET /v1/processes/{id}/verify` body (docs/api.md)."""
-        return {
-            "ok": self.ok,
-            "events": self.events,
-            "problems": [problem.to_json() for problem in self.problems],
-        }
+        return wire.to_json(self, shapes.Verification)
 
 
 def _problem_order(problem: Problem) -> tuple[Any, ...]:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
+from charter import wire
 from charter.core.clock import Clock, SystemClock
 from charter.core.config import Settings
 from charter.core.envelope import Envelope, Submission, verify_submission
@@ -43,6 +44,7 @@ from charter.engine.rules import decide
 from charter.engine.store import DecisionInputs, Store
 from charter.engine.work import WorkRow
 from charter.tracing import span
+from charter.wire import engine as shapes
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +81,7 @@ class Accepted:
     process: ProcessView
 
     def to_json(self) -> JsonObject:
-        return {"hash": self.hash, "seq": self.seq, "process": self.process.to_json()}
+        return wire.to_json(self, shapes.Accepted)
 
 
 class Engine:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from charter import wire
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import format_rfc3339
+from charter.wire import engine as shapes
 
 AUTOMATION_ACTOR_ID = "automation"
 AUTOMATION_ROLE = "AUTOMATION"
@@ -50,17 +51,7 @@ class ProcessView:
 
     def to_json(self) -> JsonObject:
         """The `<process>` shape of docs/wire-format.md"""
-        return {
-            "id": self.id,
-            "workflow": self.workflow,
-            "state": self.state,
-            "data": self.data,
-            "head": self.head,
-            "seq": self.seq,
-            "parent": self.parent,
-            "created_at": _time(self.created_at),
-            "updated_at": _time(self.updated_at),
-        }
+        return wire.to_json(self, shapes.Process)
 
 
 @dataclass(frozen=True)
@@ -80,18 +71,4 @@ class StoredEvent:
     actor_roles: tuple[str, ...]
 
     def to_json(self) -> JsonObject:
-        return {
-            "seq": self.seq,
-            "hash": self.hash,
-            "envelope": self.envelope,
-            "signature": self.signature,
-            "kind": self.kind,
-            "workflow_version": self.workflow_version,
-            "received_at": _time(self.received_at),
-            "actor_id": self.actor_id,
-            "actor_roles": list(self.actor_roles),
-        }
-
-
-def _time(moment: datetime | None) -> str | None:
-    return format_rfc3339(moment) if moment is not None else None
+        return wire.to_json(self, shapes.Event)

@@ -14,10 +14,10 @@ from typing import cast
 
 import psycopg
 
+from charter import wire
 from charter.core.errors import Duplicate, Malformed, UnknownWorkflow
 from charter.core.ijson import check_value, loads
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.dsl.canonical import canonical_definition, version_hash
@@ -25,6 +25,7 @@ from charter.dsl.lint import workflow_warnings
 from charter.dsl.model import WORKFLOW_PATH_PATTERN, Workflow
 from charter.dsl.validate import Problem, load_workflow
 from charter.engine.store import Store
+from charter.wire import engine as shapes
 
 MAX_PATH_LENGTH = 1024  # as the workflow_deployments CHECK says
 
@@ -42,13 +43,19 @@ class Deployment:
     unchanged: bool = False
 
     def to_json(self) -> JsonObject:
-        return {
-            "path": self.path,
-            "revision": self.revision,
-            "version": self.version,
-            "deployed_at": format_rfc3339(self.deployed_at),
-            "deployed_by": self.deployed_by,
-        }
+        return wire.to_json(self, shapes.Deployment)
+
+    def deployed_json(self) -> JsonObject:
+        """The deploy's answer: this deployment, its warnings, whether it was unchanged."""
+        warnings = [w.to_dict() for w in self.warnings]
+        answer = {"deployment": self, "warnings": warnings, "unchanged": self.unchanged}
+        return wire.to_json(answer, shapes.Deployed)
+
+
+def workflow_json(history: list[Deployment], definition: JsonValue) -> JsonObject:
+    """A path's current deployment, its definition and every revision, newest first."""
+    shown = {"deployment": history[0], "definition": definition, "revisions": history}
+    return wire.to_json(shown, shapes.Workflow)
 
 
 class Registry:

@@ -13,14 +13,15 @@ from typing import Any, cast
 
 from psycopg.rows import dict_row
 
+from charter import wire
 from charter.core.errors.lists import InvalidCursor
 from charter.core.jsontypes import JsonObject
-from charter.core.timefmt import format_rfc3339
 from charter.db.database import Conn
 from charter.db.errors import translated
 from charter.db.queries import query
 from charter.engine.records import ProcessView
 from charter.operator.paging import Position, decode_cursor, encode_cursor, workflow_filter
+from charter.wire.engine import WorkItem
 
 SCHEDULED_STATUSES = ("active", "claimed", "cancelled", "exhausted", "skipped", "failed")
 QUEUE_STATUSES = ("pending", "claimed", "completed", "skipped", "failed")
@@ -116,7 +117,7 @@ def list_scheduled(conn: Conn, where: WorkFilter, *, cursor: str | None, limit: 
             extra={
                 "schedule_id": row["schedule_id"],
                 "every": row["interval"],
-                "retry_at": _time(row["not_before"]),
+                "retry_at": row["not_before"],
             },
         )
         for row in rows[:limit]
@@ -134,7 +135,7 @@ def list_queue(conn: Conn, where: WorkFilter, *, cursor: str | None, limit: int)
             kind="auto_action",
             due=row["not_before"] or row["queued_at"],
             last_error=row["last_error"],
-            extra={"queued_at": _time(row["queued_at"])},
+            extra={"queued_at": row["queued_at"]},
         )
         for row in rows[:limit]
     ]
@@ -174,26 +175,29 @@ def _work_id(start: Position | None) -> uuid.UUID | None:
 
 
 def _work_row(
-    row: dict[str, Any], *, kind: str, due: datetime, last_error: str | None, extra: JsonObject
+    row: dict[str, Any], *, kind: str, due: datetime, last_error: str | None, extra: dict[str, Any]
 ) -> JsonObject:
-    return {
-        "id": str(row["id"]),
+    """The row as the wire's WorkItem; `extra`: the keys of its kind of row."""
+    item = {
+        "id": row["id"],
         "kind": kind,
         "what": row["action_name"],
         "process": row["process_id"],
         "workflow": row["workflow_path"],
-        "due": _time(due),
+        "due": due,
         "status": row["status"],
         "attempts": int(row["attempts"]),
         "last_error": last_error,
-        "last_attempt_at": _time(row["last_attempt_at"]),
+        "last_attempt_at": row["last_attempt_at"],
         "last_result": row["last_attempt_result"],
         **extra,
     }
+    return wire.to_json(item, WorkItem)
 
 
-def process_stats(conn: Conn, *, now: datetime | None) -> JsonObject:
-    """The process and work counts (readable by the reader role)."""
+def process_stats(conn: Conn, *, now: datetime | None) -> dict[str, Any]:
+    """The process and work counts (readable by the reader role), by the wire Stats's
+    field names; the runs and machines counts are read apart."""
     with translated():
         counts = conn.execute(query("process_counts")).fetchall()
         due = conn.execute(
@@ -206,13 +210,13 @@ def process_stats(conn: Conn, *, now: datetime | None) -> JsonObject:
     assert failed is not None
     assert as_of is not None
     return {
-        "processes": [
+        "process_counts": [
             {"workflow": str(w), "state": str(s), "count": int(cast(int, n))} for w, s, n in counts
         ],
         "timers_due_next_hour": int(cast(int, due[0])),
         "queue": {str(status): int(cast(int, n)) for status, n in queue},
         "failed_work": int(cast(int, failed[0])),
-        "as_of": format_rfc3339(cast(datetime, as_of[0])),
+        "as_of": cast(datetime, as_of[0]),
     }
 
 
@@ -233,10 +237,6 @@ def machines_seen(conn: Conn, *, principal: str, everyone: bool, now: datetime |
         ).fetchone()
     assert row is not None
     return int(cast(int, row[0]))
-
-
-def _time(moment: datetime | None) -> str | None:
-    return format_rfc3339(moment) if moment is not None else None
 
 
 def live_state(conn: Conn) -> tuple[object, ...]:

@@ -51,15 +51,25 @@ CREATED = frozenset({201})
 NO_CONTENT = frozenset({204})
 Query = Mapping[str, str | int | datetime | None]
 # How each answer that is a wire object is read.
+_Accepted = parser(Accepted)
 _Actor = parser(Actor)
 _Automation = parser(Automation)
+_Deployed = parser(Deployed)
+_Deployment = parser(Deployment)
+_Event = parser(Event)
 _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
 _Plan = parser(Plan)
+_Process = parser(Process)
+_ProcessAutomation = parser(ProcessAutomation)
 _Run = parser(Run)
 _RunDetail = parser(RunDetail)
 _Schedule = parser(Schedule)
+_Stats = parser(Stats)
+_Verification = parser(Verification)
 _Webhook = parser(Webhook)
+_WorkItem = parser(WorkItem)
+_Workflow = parser(Workflow)
 
 
 def _get(path: str, parse: Callable[[JsonObject], T], params: Query | None = None) -> Call[T]:
@@ -116,16 +126,16 @@ def metrics() -> Call[str]:
 def submit_signed(submission: Submission) -> Call[Accepted]:
     """POST a signed event; no token needed, the signature is the authority. Safe to
     repeat: the engine records an event once, and refuses it again as `duplicate`."""
-    call = _send("POST", "/v1/events", Accepted.parse, submission.to_json(), expect=CREATED)
+    call = _send("POST", "/v1/events", _Accepted, submission.to_json(), expect=CREATED)
     return dataclasses.replace(call, repeatable=True)
 
 
 def process(process_id: str) -> Call[Process]:
-    return _get(f"/v1/processes/{_segment(process_id)}", Process.parse)
+    return _get(f"/v1/processes/{_segment(process_id)}", _Process)
 
 
 def events(process_id: str) -> Call[list[Event]]:
-    return _get(f"/v1/processes/{_segment(process_id)}/events", _items(Event.parse))
+    return _get(f"/v1/processes/{_segment(process_id)}/events", _items(_Event))
 
 
 def processes(
@@ -150,12 +160,12 @@ def processes(
         "cursor": cursor,
         "limit": limit,
     }
-    return _get("/v1/processes", _paged(Process.parse), params)
+    return _get("/v1/processes", _paged(_Process), params)
 
 
 def verify(process_id: str, *, replay: bool = False) -> Call[Verification]:
     params = {"replay": "true" if replay else None}
-    return _get(f"/v1/processes/{_segment(process_id)}/verify", Verification.parse, params)
+    return _get(f"/v1/processes/{_segment(process_id)}/verify", _Verification, params)
 
 
 def export(process_id: str) -> Call[JsonObject]:
@@ -164,24 +174,24 @@ def export(process_id: str) -> Call[JsonObject]:
 
 
 def process_automation(process_id: str) -> Call[ProcessAutomation]:
-    return _get(f"/v1/processes/{_segment(process_id)}/automation", ProcessAutomation.parse)
+    return _get(f"/v1/processes/{_segment(process_id)}/automation", _ProcessAutomation)
 
 
 # --- workflows and actors --------------------------------------------------------------
 
 
 def workflows() -> Call[list[Deployment]]:
-    return _get("/v1/workflows", _items(Deployment.parse))
+    return _get("/v1/workflows", _items(_Deployment))
 
 
 def workflow(path: str) -> Call[Workflow]:
-    return _get(f"/v1/workflows/{quote(path, safe='/')}", Workflow.parse)
+    return _get(f"/v1/workflows/{quote(path, safe='/')}", _Workflow)
 
 
 def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
     body: JsonObject = {"path": path, "definition": definition}
     # 201 for a new revision, 200 when this definition is deployed already.
-    return _send("POST", "/v1/workflows", Deployed.parse, body, expect=frozenset({200, 201}))
+    return _send("POST", "/v1/workflows", _Deployed, body, expect=frozenset({200, 201}))
 
 
 def actors() -> Call[list[Actor]]:
@@ -219,7 +229,7 @@ def enable_actor(actor_id: str) -> Call[Actor]:
 
 
 def stats() -> Call[Stats]:
-    return _get("/v1/stats", Stats.parse)
+    return _get("/v1/stats", _Stats)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,7 +285,7 @@ def _work(
 ) -> Call[Page[WorkItem]]:
     fields = {f.name: getattr(where, f.name) for f in dataclasses.fields(where)}
     params: Query = {**fields, "cursor": cursor, "limit": limit}
-    return _get(path, _paged(WorkItem.parse), params)
+    return _get(path, _paged(_WorkItem), params)
 
 
 # --- machines --------------------------------------------------------------------------

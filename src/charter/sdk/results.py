@@ -1,7 +1,7 @@
 """What the SDK's calls return: frozen dataclasses, each parsed from its response object.
 
-The objects `charter.wire` defines are re-exported as they are (read with `parser`); the
-others are still described here, each with its own `parse`.
+The objects `charter.wire` defines are re-exported as they are (read with `parser`);
+only `Page`, the list envelope around them, is still described here.
 
 Every result keeps the object it came from in `raw` (what `--json` prints); a missing or
 mistyped field is `UnexpectedResponse`, never a half-filled value. Times are aware
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Generic, TypeVar
 
 from charter import wire
@@ -50,13 +49,21 @@ from charter.wire.automations import (
 from charter.wire.automations import (
     Webhook as Webhook,
 )
+from charter.wire.engine import Accepted as Accepted
 from charter.wire.engine import Actor as Actor
+from charter.wire.engine import Deployed as Deployed
+from charter.wire.engine import Deployment as Deployment
+from charter.wire.engine import Event as Event
+from charter.wire.engine import Problem as Problem
+from charter.wire.engine import Process as Process
+from charter.wire.engine import ProcessAutomation as ProcessAutomation
+from charter.wire.engine import Stats as Stats
+from charter.wire.engine import Verification as Verification
+from charter.wire.engine import Workflow as Workflow
+from charter.wire.engine import WorkItem as WorkItem
 
 T = TypeVar("T")
 W = TypeVar("W", bound=wire.Wire)
-
-
-# --- the automations control API: the wire's own objects -------------------------------
 
 
 def parser(cls: type[W]) -> Callable[[JsonObject], W]:
@@ -93,36 +100,6 @@ class _Reader:
     def optional_text(self, key: str) -> str | None:
         return None if self.body.get(key) is None else self.text(key)
 
-    def flag(self, key: str) -> bool:
-        value = self.body.get(key)
-        if not isinstance(value, bool):
-            raise self._fail(key, "boolean")
-        return value
-
-    def integer(self, key: str) -> int:
-        value = self.body.get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, "integer")
-        return value
-
-    def optional_int(self, key: str) -> int | None:
-        return None if self.body.get(key) is None else self.integer(key)
-
-    def time(self, key: str) -> datetime:
-        try:
-            return datetime.fromisoformat(self.text(key))
-        except ValueError:
-            raise self._fail(key, "RFC 3339 time") from None
-
-    def optional_time(self, key: str) -> datetime | None:
-        return None if self.body.get(key) is None else self.time(key)
-
-    def obj(self, key: str) -> JsonObject:
-        value = self.body.get(key)
-        if not isinstance(value, dict):
-            raise self._fail(key, "object")
-        return value
-
     def array(self, key: str) -> list[JsonValue]:
         value = self.body.get(key)
         if not isinstance(value, list):
@@ -144,275 +121,3 @@ def _page(body: JsonObject, parse: Callable[[JsonObject], T]) -> Page[T]:
         reader.optional_text("next_cursor"),
         body,
     )
-
-
-def _strings(r: _Reader, key: str) -> tuple[str, ...]:
-    items = r.array(key)
-    if not all(isinstance(item, str) for item in items):
-        raise r._fail(key, "list of strings")
-    return tuple(str(item) for item in items)
-
-
-# --- the engine ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Process:
-    """A process (docs/wire-format.md): its state, data, head and seq."""
-
-    id: str
-    workflow: str
-    state: str
-    data: JsonObject
-    # The hash of the last event; a new event's `prev`.
-    head: str | None
-    seq: int
-    parent: str | None
-    created_at: datetime | None
-    updated_at: datetime | None
-    # Only GET /v1/processes/{id} and the process list name them.
-    children: tuple[str, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Process:
-        r = _Reader(body, "process")
-        return cls(
-            id=r.text("id"),
-            workflow=r.text("workflow"),
-            state=r.text("state"),
-            data=r.obj("data"),
-            head=r.optional_text("head"),
-            seq=r.integer("seq"),
-            parent=r.optional_text("parent"),
-            created_at=r.optional_time("created_at"),
-            updated_at=r.optional_time("updated_at"),
-            children=_strings(r, "children") if "children" in body else (),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Event:
-    """A stored event: the signed envelope and what the engine recorded with it."""
-
-    seq: int
-    hash: str
-    envelope: JsonObject
-    signature: str
-    kind: str
-    workflow_version: str
-    received_at: datetime | None
-    actor_id: str | None
-    actor_roles: tuple[str, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @property
-    def action(self) -> str:
-        return str(self.envelope.get("action", ""))
-
-    @property
-    def input(self) -> JsonValue:
-        return self.envelope.get("input")
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Event:
-        r = _Reader(body, "event")
-        return cls(
-            seq=r.integer("seq"),
-            hash=r.text("hash"),
-            envelope=r.obj("envelope"),
-            signature=r.text("signature"),
-            kind=r.text("kind"),
-            workflow_version=r.text("workflow_version"),
-            received_at=r.optional_time("received_at"),
-            actor_id=r.optional_text("actor_id"),
-            actor_roles=_strings(r, "actor_roles"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """An accepted event: its hash and seq, and the process as it now is."""
-
-    hash: str
-    seq: int
-    process: Process
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Accepted:
-        r = _Reader(body, "accepted event")
-        return cls(r.text("hash"), r.integer("seq"), Process.parse(r.obj("process")), body)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing verification found wrong; `seq` None: about the whole process."""
-
-    seq: int | None
-    code: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Verification:
-    ok: bool
-    events: int
-    problems: tuple[Problem, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Verification:
-        r = _Reader(body, "verification report")
-        problems = []
-        for item in r.objects("problems"):
-            p = _Reader(item, "problem")
-            problems.append(Problem(p.optional_int("seq"), p.text("code"), p.text("message")))
-        return cls(r.flag("ok"), r.integer("events"), tuple(problems), body)
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """One revision of a workflow path: the version (definition hash) it points at."""
-
-    path: str
-    revision: int
-    version: str
-    deployed_at: datetime
-    deployed_by: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Deployment:
-        r = _Reader(body, "workflow")
-        return cls(
-            path=r.text("path"),
-            revision=r.integer("revision"),
-            version=r.text("version"),
-            deployed_at=r.time("deployed_at"),
-            deployed_by=r.optional_text("deployed_by"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class Workflow:
-    """The current deployment of a path, its definition and every revision, newest first."""
-
-    deployment: Deployment
-    definition: JsonObject
-    revisions: tuple[Deployment, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Workflow:
-        r = _Reader(body, "workflow")
-        revisions = tuple(Deployment.parse(d) for d in r.objects("revisions"))
-        return cls(Deployment.parse(body), r.obj("definition"), revisions, body)
-
-
-@dataclass(frozen=True)
-class Deployed:
-    """The answer to a deploy: the deployment, the definition's warnings, and whether
-    the definition was already the path's current one (nothing deployed)."""
-
-    deployment: Deployment
-    warnings: tuple[JsonObject, ...]
-    unchanged: bool
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Deployed:
-        r = _Reader(body, "deployment")
-        warnings = tuple(r.objects("warnings")) if "warnings" in body else ()
-        unchanged = r.flag("unchanged") if "unchanged" in body else False
-        return cls(Deployment.parse(body), warnings, unchanged, body)
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """A scheduled action or an automatic-action queue row, as the operator views list
-    them (`kind` is `scheduled_action` or `auto_action`; `what` the action it fires)."""
-
-    id: str
-    kind: str
-    what: str
-    process: str
-    workflow: str
-    due: datetime | None
-    status: str
-    attempts: int
-    last_error: str | None
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> WorkItem:
-        r = _Reader(body, "work row")
-        return cls(
-            id=r.text("id"),
-            kind=r.text("kind"),
-            what=r.text("what"),
-            process=r.text("process"),
-            workflow=r.text("workflow"),
-            due=r.optional_time("due"),
-            status=r.text("status"),
-            attempts=r.integer("attempts"),
-            last_error=r.optional_text("last_error"),
-            raw=body,
-        )
-
-
-@dataclass(frozen=True)
-class ProcessAutomation:
-    """A process's scheduled actions and automatic-action queue rows, as stored."""
-
-    scheduled: tuple[JsonObject, ...]
-    queue: tuple[JsonObject, ...]
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> ProcessAutomation:
-        r = _Reader(body, "process automation")
-        return cls(tuple(r.objects("scheduled")), tuple(r.objects("queue")), body)
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Counts for a dashboard (GET /v1/stats)."""
-
-    # (workflow, state) → how many processes are in it.
-    processes: dict[tuple[str, str], int]
-    timers_due_next_hour: int
-    queue: dict[str, int]
-    failed_work: int
-    runs: dict[str, int]
-    machines_seen_recently: int | None
-    as_of: datetime
-    raw: JsonObject = field(repr=False, compare=False)
-
-    @classmethod
-    def parse(cls, body: JsonObject) -> Stats:
-        r = _Reader(body, "stats")
-        counts = {}
-        for item in r.objects("processes"):
-            c = _Reader(item, "process count")
-            counts[(c.text("workflow"), c.text("state"))] = c.integer("count")
-        return cls(
-            processes=counts,
-            timers_due_next_hour=r.integer("timers_due_next_hour"),
-            queue=_counts(r, "queue"),
-            failed_work=r.integer("failed_work"),
-            runs=_counts(r, "runs"),
-            machines_seen_recently=r.optional_int("machines_seen_recently"),
-            as_of=r.time("as_of"),
-            raw=body,
-        )
-
-
-def _counts(r: _Reader, key: str) -> dict[str, int]:
-    counts = r.obj(key)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
-        raise r._fail(key, "map of counts")
-    return {k: int(str(v)) for k, v in counts.items()}

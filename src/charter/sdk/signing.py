@@ -77,5 +77,5 @@ def recorded(submission: Submission, process: Process, events: list[Event]) -> A
     for event in reversed(events):
         if event.hash == wanted:
             answer: JsonObject = {"hash": event.hash, "seq": event.seq, "process": process.raw}
-            return Accepted(event.hash, event.seq, process, answer)
+            return Accepted(hash=event.hash, seq=event.seq, process=process, raw=answer)
     raise Duplicate(f"event {wanted} is already recorded, but not on {process.id!r}")

@@ -28,7 +28,11 @@ class Meta:
     `choices` are the values the document lists (an enum, or a constant); a reader does
     not refuse others, so a newer server's value still parses. `flatten`: the nested
     object's keys are this object's own (a detail object extends its record).
-    `on_create`: the key is only in the answer that created the object."""
+    `on_create`: the key is only in the answer that created the object. `detail`: the key
+    is only in the answers that show the object in detail (a process's children).
+    `required`: the server always sends the key, though a reader takes its absence as the
+    default. `document_as`: the wire object the document describes the value (each item,
+    for a list) as, while the attribute keeps the JSON as it came."""
 
     pattern: str | None = None
     description: str | None = None
@@ -38,6 +42,9 @@ class Meta:
     key: str | None = None
     flatten: bool = False
     on_create: bool = False
+    detail: bool = False
+    required: bool = False
+    document_as: type[Wire] | None = None
 
 
 NO_META = Meta()
@@ -108,6 +115,14 @@ def items_of(hint: Any) -> Any | None:
     return None
 
 
+def values_of(hint: Any) -> Any | None:
+    """`X` when `hint` is `dict[str, X]` other than `JsonObject`, else None."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is dict and args[0] is str and not is_json_value(args[1]):
+        return args[1]
+    return None
+
+
 def is_json_value(hint: Any) -> bool:
     """Whether `hint` is `JsonValue` (resolved, it is a union of every JSON type)."""
     args = (
@@ -174,6 +189,9 @@ def _value(value: Any, hint: Any) -> JsonValue:
     element = items_of(hint)
     if element is not None and isinstance(value, list | tuple):
         return [_value(v, element) for v in value]
+    element = values_of(hint)
+    if element is not None and isinstance(value, Mapping):
+        return {str(k): _value(v, element) for k, v in value.items()}
     # Already JSON: a scalar, or an object or list the record keeps as it was stored.
     return typing.cast(JsonValue, value)
 
@@ -239,6 +257,11 @@ def _read(
         if not isinstance(value, list):
             raise wrong("list")
         return tuple(_read(item, element, error, what, key) for item in value)
+    element = values_of(hint)
+    if element is not None:
+        if not isinstance(value, dict):
+            raise wrong("object")
+        return {k: _read(v, element, error, what, key) for k, v in value.items()}
     raise TypeError(f"no reader for {hint!r}")
 
 
