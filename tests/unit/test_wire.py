@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,10 +15,13 @@ from charter.core.jsontypes import JsonObject
 from charter.wire.automations import (
     Automation,
     AutomationDetail,
+    Claim,
+    Lease,
     Machine,
     Plan,
     PlanStep,
     RunStep,
+    StepAnswer,
     Webhook,
 )
 from charter.wire.engine import Deployed, Process, Stats
@@ -243,3 +247,29 @@ def test_a_map_of_counts_is_read_strictly() -> None:
     assert wire.to_json(stats) == body
     with pytest.raises(Refused, match="queue"):
         wire.parse(Stats, {**body, "queue": {"pending": True}}, Refused)
+
+
+def test_a_machine_answer_leaves_out_the_keys_its_server_mapping_has_not() -> None:
+    step = RunStep(
+        step_id="a",
+        position=0,
+        status="running",
+        idempotency_key="ab" * 32,
+        output=None,
+        error=None,
+        attempts=1,
+        started_at=AT,
+        finished_at=None,
+    )
+    lease = SimpleNamespace(run_id=uuid.UUID(ID), token=uuid.UUID(ID), expires_at=AT)
+    assert list(wire.to_json({"step": step}, StepAnswer)) == ["step"]
+    renewed = wire.to_json({"step": step, "next": step, "lease": lease}, StepAnswer)
+    assert renewed["lease"] == {"token": ID, "expires_at": "2026-06-18T10:00:00.123Z"}
+    parsed = wire.parse(StepAnswer, {"step": wire.to_json(step)}, Refused)
+    assert (parsed.step, parsed.next, parsed.lease) == (step, None, None)
+    assert wire.parse(Lease, renewed["lease"], Refused).expires_at == AT
+
+
+def test_a_claim_always_has_started_and_traceparent_in_the_document() -> None:
+    schema = model(Claim).model_json_schema()
+    assert schema["required"] == ["run", "lease", "journal", "started", "traceparent"]

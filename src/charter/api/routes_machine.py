@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse, Response
 
+from charter import wire
 from charter.api.auth import require
 from charter.api.automation_models import Claim, Lease, RunAnswer, StepAnswer
 from charter.api.bodies import fields, json_body, text
@@ -29,6 +30,8 @@ from charter.core import ijson
 from charter.core.errors import Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
+from charter.wire.automations import RunAnswer as RunShape
+from charter.wire.automations import StepAnswer as StepShape
 
 router = APIRouter(tags=["machines"])
 Context = Annotated[Services, Depends(services)]
@@ -198,7 +201,7 @@ def start_step(
             text(request, "token"),
             now=context.engine.clock.now_or_none(),
         )
-    return JSONResponse({"step": step.to_json()})
+    return JSONResponse(wire.to_json({"step": step}, StepShape))
 
 
 @router.post(
@@ -230,9 +233,9 @@ def complete_step(
                 conn, run_id, step_id, text(request, "next"), machine, token,
                 request["output"], lease_seconds=renew, now=now, ended=ended,
             )  # fmt: skip
-            answer: JsonObject = {"step": step.to_json(), "next": started.to_json()}
+            answer: dict[str, Any] = {"step": step, "next": started}
             if lease is not None:
-                answer["lease"] = lease.to_json()
+                answer["lease"] = lease
         else:
             if "lease_seconds" in request:
                 raise Malformed(
@@ -241,9 +244,10 @@ def complete_step(
             step = leases.complete_step(
                 conn, run_id, step_id, machine, token, request["output"], now=now, ended=ended
             )
-            answer = {"step": step.to_json()}
+            answer = {"step": step}
     observe_steps(ended)  # committed
-    return JSONResponse(answer)
+    # Keys left out of `answer` are left out of the JSON: `next` and `lease` only when asked.
+    return JSONResponse(wire.to_json(answer, StepShape))
 
 
 @router.post(
@@ -275,15 +279,15 @@ def complete_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> J
         run = leases.complete_run(
             conn, run_id, machine, token, request["output"], step=step, now=now, ended=ended
         )
-        answer: JsonObject = {"run": run.to_json()}
+        answer: dict[str, Any] = {"run": run}
         if claim_next is not None:
             lease_next, start_next = claim_next
-            claimed = leases.claim_run(
+            answer["claim"] = leases.claim_run(
                 conn, machine, lease_seconds=lease_next, now=now, start=start_next
             )
-            answer["claim"] = claimed.to_json() if claimed is not None else None
     observe_steps(ended)  # committed
-    return JSONResponse(answer)
+    # `claim` is in the JSON only when asked for (null when there was none).
+    return JSONResponse(wire.to_json(answer, RunShape))
 
 
 @router.post(
@@ -308,7 +312,7 @@ def fail_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JSONR
             ended=ended,
         )
     observe_steps(ended)  # committed
-    return JSONResponse({"run": run.to_json()})
+    return JSONResponse(wire.to_json({"run": run}, RunShape))
 
 
 @router.post(
@@ -348,7 +352,7 @@ def release_run(run_id: RunId, proof: Proof, context: Context, body: Body) -> JS
         )
     observe_steps(ended)  # committed
     _gate(context).released(run)
-    return JSONResponse({"run": run.to_json()})
+    return JSONResponse(wire.to_json({"run": run}, RunShape))
 
 
 def _wait(body: JsonObject) -> float:

@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from charter import wire
 from charter.automations.dpop import MachineIdentity
 from charter.automations.journal import (
     EndedSteps,
@@ -38,9 +39,9 @@ from charter.core.errors import LeaseLost, Malformed, NotFound
 from charter.core.errors.automations import RunIncomplete
 from charter.core.ijson import check_value
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import format_rfc3339
 from charter.db.errors import translated
 from charter.db.queries import query
+from charter.wire import automations as wire_automations
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -59,7 +60,7 @@ class Lease:
     expires_at: datetime
 
     def to_json(self) -> JsonObject:
-        return {"token": str(self.token), "expires_at": format_rfc3339(self.expires_at)}
+        return wire.to_json(self, wire_automations.Lease)
 
 
 @dataclass(frozen=True)
@@ -71,15 +72,13 @@ class Claim:
     journal: list[StepRecord]
     started: StepRecord | None = None  # the first incomplete step, when asked to start it
 
+    @property
+    def traceparent(self) -> str | None:
+        """The trace the run's steps continue (None: they start their own)."""
+        return self.run.traceparent
+
     def to_json(self) -> JsonObject:
-        return {
-            "run": self.run.to_json(),
-            "lease": self.lease.to_json(),
-            "journal": [step.to_json() for step in self.journal],
-            "started": self.started.to_json() if self.started is not None else None,
-            # The trace the run's steps continue (null: they start their own).
-            "traceparent": self.run.traceparent,
-        }
+        return wire.to_json(self, wire_automations.Claim)
 
 
 def claim_run(

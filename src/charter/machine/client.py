@@ -25,15 +25,15 @@ from urllib.parse import quote
 
 import httpx
 
-from charter import deadline
+from charter import deadline, wire
 from charter.automations.dpop import make_proof, public_jwk
 from charter.core import ijson
 from charter.core.ed25519 import SecretKey
 from charter.core.errors import CharterError
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.core.timefmt import format_rfc3339, parse_rfc3339
+from charter.core.timefmt import format_rfc3339
 from charter.sdk.client import Client
-from charter.sdk.errors import OK, answer_error, transport_error
+from charter.sdk.errors import OK, UnexpectedResponse, answer_error, transport_error
 from charter.sdk.protocol import (
     DEFAULT_TIMEOUT,
     NO_RETRY,
@@ -44,8 +44,10 @@ from charter.sdk.protocol import (
     retry_after,
 )
 from charter.tracing import traceparent
+from charter.wire.automations import Claim, Lease, RunAnswer, RunStep, StepAnswer
 
 T = TypeVar("T")
+W = TypeVar("W", bound=wire.Wire)
 
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 # How long a claim waits for a run by default (a long poll); the service's cap is 30 s.
@@ -56,24 +58,8 @@ DEFAULT_LEASE_SECONDS = 30.0
 _CLAIMED = frozenset({200, 204})
 
 
-@dataclass(frozen=True)
-class JournalEntry:
-    step_id: str
-    status: str
-    idempotency_key: str
-    output: JsonValue
-    attempts: int
-
-    @classmethod
-    def from_json(cls, value: JsonValue) -> JournalEntry:
-        row = _object(value)
-        return cls(
-            step_id=str(row["step_id"]),
-            status=str(row["status"]),
-            idempotency_key=str(row["idempotency_key"]),
-            output=row.get("output"),
-            attempts=int(str(row.get("attempts", 1))),
-        )
+# A row of a run's step journal, as the machine API answers it.
+JournalEntry = RunStep
 
 
 @dataclass(frozen=True)
@@ -92,24 +78,20 @@ class ClaimedRun:
 
     @classmethod
     def from_json(cls, value: JsonValue) -> ClaimedRun:
-        body = _object(value)
-        run, lease = _object(body["run"]), _object(body["lease"])
-        journal_rows = body.get("journal")
-        entries = (
-            [JournalEntry.from_json(r) for r in journal_rows or []]
-            if isinstance(journal_rows, list)
-            else []
-        )
+        return cls.of(_parse(Claim, value))
+
+    @classmethod
+    def of(cls, claim: Claim) -> ClaimedRun:
         return cls(
-            run_id=str(run["id"]),
-            plan=run.get("plan"),
-            input=run.get("input"),
-            attempts=int(str(run.get("attempts", 1))),
-            token=str(lease["token"]),
-            lease_expires_at=parse_rfc3339(str(lease["expires_at"])),
-            journal={e.step_id: e for e in entries},
-            traceparent=_traceparent(body.get("traceparent")),
-            started=JournalEntry.from_json(started) if (started := body.get("started")) else None,
+            run_id=claim.run.id,
+            plan=claim.run.plan,
+            input=claim.run.input,
+            attempts=claim.run.attempts,
+            token=claim.lease.token,
+            lease_expires_at=claim.lease.expires_at,
+            journal={e.step_id: e for e in claim.journal},
+            traceparent=_traceparent(claim.traceparent),
+            started=claim.started,
         )
 
 
@@ -181,35 +163,39 @@ class MachineClient:
 
     async def renew(self, run_id: str, token: str) -> datetime:
         """Renew the lease; LeaseLost when it is not current any more."""
-        body = await self._json(
+        lease = await self._answer(
+            Lease,
             f"/v1/machine/runs/{_segment(run_id)}/lease",
             {"token": token, "lease_seconds": self.lease_seconds},
         )
-        return parse_rfc3339(str(body["expires_at"]))
+        return lease.expires_at
 
     async def start_step(self, run_id: str, step_id: str, token: str) -> JournalEntry:
         """Journal the step as running; its entry carries the stable idempotency key."""
-        body = await self._json(
+        answer = await self._answer(
+            StepAnswer,
             f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/start",
             {"token": token},
         )
-        return JournalEntry.from_json(body["step"])
+        return answer.step
 
     async def complete_step(
         self, run_id: str, step_id: str, token: str, output: JsonValue
     ) -> JournalEntry:
-        body = await self._json(
+        answer = await self._answer(
+            StepAnswer,
             f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/complete",
             {"token": token, "output": output},
         )
-        return JournalEntry.from_json(body["step"])
+        return answer.step
 
     async def complete_and_start(
         self, run_id: str, step_id: str, token: str, output: JsonValue, next_step: str
     ) -> JournalEntry:
         """Journal the step's output and the next step running and renew the lease, in
         one request; the next step's entry (with its idempotency key) comes back."""
-        body = await self._json(
+        answer = await self._answer(
+            StepAnswer,
             f"/v1/machine/runs/{_segment(run_id)}/steps/{_segment(step_id)}/complete",
             {
                 "token": token,
@@ -218,14 +204,17 @@ class MachineClient:
                 "lease_seconds": self.lease_seconds,  # renewed at every step, too
             },
         )
-        return JournalEntry.from_json(body["next"])
+        if answer.next is None:
+            raise UnexpectedResponse("the step answer in the response has no 'next'")
+        return answer.next
 
     async def complete_run(self, run_id: str, token: str, output: JsonValue) -> JsonObject:
-        body = await self._json(
+        answer = await self._answer(
+            RunAnswer,
             f"/v1/machine/runs/{_segment(run_id)}/complete",
             {"token": token, "output": output},
         )
-        return _object(body["run"])
+        return answer.run.raw
 
     async def finish(
         self, run_id: str, token: str, output: JsonValue, *, step: str | None, claim: bool
@@ -240,15 +229,16 @@ class MachineClient:
             if self.start:
                 asked["start"] = True
             request["claim"] = asked
-        body = await self._json(f"/v1/machine/runs/{_segment(run_id)}/complete", request)
-        claimed = body.get("claim")
-        return ClaimedRun.from_json(claimed) if claimed is not None else None
+        answer = await self._answer(
+            RunAnswer, f"/v1/machine/runs/{_segment(run_id)}/complete", request
+        )
+        return ClaimedRun.of(answer.claim) if answer.claim is not None else None
 
     async def fail_run(self, run_id: str, token: str, error: str) -> JsonObject:
-        body = await self._json(
-            f"/v1/machine/runs/{_segment(run_id)}/fail", {"token": token, "error": error}
+        answer = await self._answer(
+            RunAnswer, f"/v1/machine/runs/{_segment(run_id)}/fail", {"token": token, "error": error}
         )
-        return _object(body["run"])
+        return answer.run.raw
 
     async def release_run(
         self, run_id: str, token: str, error: str, retry_at: datetime | None
@@ -256,8 +246,10 @@ class MachineClient:
         request: JsonObject = {"token": token, "error": error}
         if retry_at is not None:
             request["retry_at"] = format_rfc3339(retry_at)
-        body = await self._json(f"/v1/machine/runs/{_segment(run_id)}/release", request)
-        return _object(body["run"])
+        answer = await self._answer(
+            RunAnswer, f"/v1/machine/runs/{_segment(run_id)}/release", request
+        )
+        return answer.run.raw
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -267,8 +259,9 @@ class MachineClient:
             self.key, method, self.base_url + path, iat=self._now().timestamp(), jti=jti
         )
 
-    async def _json(self, path: str, body: JsonObject) -> JsonObject:
-        return await self._send(self._call(path, body, _json_object))
+    async def _answer(self, cls: type[W], path: str, body: JsonObject) -> W:
+        """POST `body` to `path`; the answer read as `cls` (any flaw: UnexpectedResponse)."""
+        return await self._send(self._call(path, body, lambda content: _parse(cls, content)))
 
     def _call(
         self,
@@ -360,19 +353,17 @@ def register_machine(
     return machine.raw
 
 
-def _object(value: Any) -> JsonObject:
+def _parse(cls: type[W], answer: bytes | JsonValue) -> W:
+    """`answer` (a body, or its JSON) read as the wire object `cls`, strictly."""
+    value = ijson.loads(answer) if isinstance(answer, bytes) else answer
     if not isinstance(value, dict):
-        raise CharterError("the machine API answered with a non-object")
-    return value
-
-
-def _json_object(content: bytes) -> JsonObject:
-    return _object(ijson.loads(content))
+        raise UnexpectedResponse("the machine API answered with a non-object")
+    return wire.parse(cls, value, UnexpectedResponse)
 
 
 def _claimed(content: bytes) -> ClaimedRun | None:
     """A claim's answer: the run, or none (204: no content)."""
-    return ClaimedRun.from_json(ijson.loads(content)) if content else None
+    return ClaimedRun.of(_parse(Claim, content)) if content else None
 
 
 def _segment(value: str) -> str:

@@ -176,3 +176,61 @@ class Machine(Wire):
     @property
     def disabled(self) -> bool:
         return self.disabled_at is not None
+
+
+# --- the machine API's answers (docs/machines.md) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Lease(Wire):
+    """A run's lease: the token every call under it sends, and when it lapses."""
+
+    token: Annotated[
+        str, Meta(pattern=UUID, description="The lease token: send it with every call.")
+    ]
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Claim(Wire):
+    """A claimed run: its plan snapshot, the lease and the journal so far."""
+
+    run: Run
+    lease: Lease
+    journal: Annotated[tuple[RunStep, ...], Meta(description="The steps journalled so far.")]
+    started: Annotated[
+        RunStep | None,
+        Meta(
+            description="The first incomplete step, journalled running by this claim "
+            "(`start`); null when not asked or when every step is completed.",
+            required=True,
+        ),
+    ] = None
+    traceparent: Annotated[
+        str | None,
+        Meta(
+            description="The W3C trace context of the span that admitted the run, to "
+            "continue its trace; null when tracing was off.",
+            required=True,
+        ),
+    ] = None
+
+
+@dataclass(frozen=True)
+class StepAnswer(Wire):
+    """A step journalled; `next` and `lease` are sent only when asked for (the server
+    writes it from a mapping without those keys)."""
+
+    step: RunStep
+    next: Annotated[RunStep | None, Meta(description="The next step, started (`next`).")] = None
+    lease: Annotated[Lease | None, Meta(description="The renewed lease.")] = None
+
+
+@dataclass(frozen=True)
+class RunAnswer(Wire):
+    """A run completed, failed or released; `claim` is sent only when asked for."""
+
+    run: Run
+    claim: Annotated[
+        Claim | None, Meta(description="The next run claimed (`claim`); null when none.")
+    ] = None
