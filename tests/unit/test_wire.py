@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from charter import wire
-from charter.api.wire_models import model
+from charter.api.wire_models import model, page_model
 from charter.core.jsontypes import JsonObject
 from charter.wire.automations import (
     Automation,
@@ -25,6 +25,7 @@ from charter.wire.automations import (
     Webhook,
 )
 from charter.wire.engine import Deployed, Process, Stats
+from charter.wire.pages import Page, page_of
 
 AT = datetime(2026, 6, 18, 10, 0, 0, 123000, tzinfo=UTC)  # what milliseconds keep
 ID = "12345678-1234-5678-1234-567812345678"
@@ -273,3 +274,23 @@ def test_a_machine_answer_leaves_out_the_keys_its_server_mapping_has_not() -> No
 def test_a_claim_always_has_started_and_traceparent_in_the_document() -> None:
     schema = model(Claim).model_json_schema()
     assert schema["required"] == ["run", "lease", "journal", "started", "traceparent"]
+
+
+def test_a_page_of_a_wire_object_reads_its_items_strictly() -> None:
+    body: JsonObject = {"items": [wire.to_json(_automation())], "next_cursor": "c"}
+    page = wire.parse(page_of(Automation), body, Refused)
+    assert (page.items, page.next_cursor, page.raw) == ((_automation(),), "c", body)
+    assert wire.to_json(page, Page[Automation]) == body
+    assert wire.parse(Page[Automation], {"items": []}, Refused).next_cursor is None
+    with pytest.raises(Refused, match="the automation in the response has no 'principal'"):
+        wire.parse(Page[Automation], {"items": [{"id": ID}], "next_cursor": None}, Refused)
+    with pytest.raises(Refused, match="the page in the response has no list 'items'"):
+        wire.parse(Page[Automation], {"items": {}, "next_cursor": None}, Refused)
+
+
+def test_a_list_model_is_the_page_with_its_old_key_deprecated() -> None:
+    schema = page_model(model(Machine), "Machines", paged=False, old_key="machines")
+    document = schema.model_json_schema()
+    assert document["required"] == ["items", "next_cursor"]
+    assert document["properties"]["machines"]["deprecated"] is True
+    assert document["properties"]["next_cursor"]["description"].startswith("Always null")

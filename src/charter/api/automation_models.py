@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from charter.api.listing import alias_field, cursor_field
-from charter.api.wire_models import model
+from charter.api.wire_models import model, page_model
 from charter.wire import automations as wire
 
 NewWebhook = model(wire.Webhook, creating=True)
@@ -39,30 +38,20 @@ else:
     Machine = model(wire.Machine)
 
 
-class AutomationPage(BaseModel):
-    items: list[Automation]
-    next_cursor: str | None = cursor_field()
-
-
-class Schedules(BaseModel):
-    items: list[Schedule]
-    next_cursor: str | None = cursor_field(paged=False)
-
-
-class Webhooks(BaseModel):
-    items: list[Webhook]
-    next_cursor: str | None = cursor_field(paged=False)
-
-
-class RunPage(BaseModel):
-    items: list[Run]
-    next_cursor: str | None = cursor_field()
-
-
-class Machines(BaseModel):
-    """The principal's machines: the list envelope, never paged."""
-
-    items: list[Machine]
-    next_cursor: str | None = cursor_field(paged=False)
-    machines: list[Machine] = alias_field()
-    can_change: bool = Field(description="Whether this token may disable and enable machines.")
+AutomationPage = page_model(Automation, "AutomationPage")
+Schedules = page_model(Schedule, "Schedules", paged=False)
+Webhooks = page_model(Webhook, "Webhooks", paged=False)
+RunPage = page_model(Run, "RunPage")
+Machines = page_model(
+    Machine,
+    "Machines",
+    paged=False,
+    old_key="machines",
+    description="The principal's machines: the list envelope, never paged.",
+    extra={
+        "can_change": (
+            bool,
+            Field(description="Whether this token may disable and enable machines."),
+        )
+    },
+)

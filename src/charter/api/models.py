@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from charter.api.contract import HEX64, TIME
-from charter.api.listing import alias_field, cursor_field
-from charter.api.wire_models import model
+from charter.api.wire_models import model, page_model
 from charter.wire import engine as wire
 
 if TYPE_CHECKING:
@@ -66,12 +65,14 @@ class Accepted(_Accepted):
     )
 
 
-class Events(BaseModel):
-    """Every event of the process: the list envelope, never paged."""
-
-    items: list[StoredEvent] = Field(description="In `seq` order.")
-    next_cursor: str | None = cursor_field(paged=False)
-    events: list[StoredEvent] = alias_field()
+Events = page_model(
+    StoredEvent,
+    "Events",
+    paged=False,
+    old_key="events",
+    description="Every event of the process: the list envelope, never paged.",
+    items_description="In `seq` order.",
+)
 
 
 class BundleLog(BaseModel):
@@ -101,20 +102,21 @@ class ExportBundle(BaseModel):
     log: BundleLog | None = Field(default=None, description="`charter-export/2` only.")
 
 
-class Workflows(BaseModel):
-    """Every deployed path's current deployment: the list envelope, never paged."""
+Workflows = page_model(
+    Deployment,
+    "Workflows",
+    paged=False,
+    old_key="workflows",
+    description="Every deployed path's current deployment: the list envelope, never paged.",
+)
 
-    items: list[Deployment]
-    next_cursor: str | None = cursor_field(paged=False)
-    workflows: list[Deployment] = alias_field()
-
-
-class Actors(BaseModel):
-    """Every actor: the list envelope, never paged."""
-
-    items: list[Actor]
-    next_cursor: str | None = cursor_field(paged=False)
-    actors: list[Actor] = alias_field()
+Actors = page_model(
+    Actor,
+    "Actors",
+    paged=False,
+    old_key="actors",
+    description="Every actor: the list envelope, never paged.",
+)
 
 
 class Health(BaseModel):

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from charter.api.listing import alias_field, cursor_field
-from charter.api.wire_models import model
+from charter.api.wire_models import model, page_model
 from charter.wire import engine as wire
 
 if TYPE_CHECKING:
@@ -31,19 +30,6 @@ else:
     WorkRow = model(wire.WorkItem)
 
 
-class ProcessPage(BaseModel):
-    items: list[Process]
-    next_cursor: str | None = cursor_field()
-    processes: list[Process] = alias_field()
-
-
-class ScheduledPage(BaseModel):
-    items: list[WorkRow]
-    next_cursor: str | None = cursor_field()
-    scheduled: list[WorkRow] = alias_field()
-
-
-class QueuePage(BaseModel):
-    items: list[WorkRow]
-    next_cursor: str | None = cursor_field()
-    queue: list[WorkRow] = alias_field()
+ProcessPage = page_model(Process, "ProcessPage", old_key="processes")
+ScheduledPage = page_model(WorkRow, "ScheduledPage", old_key="scheduled")
+QueuePage = page_model(WorkRow, "QueuePage", old_key="queue")

@@ -23,6 +23,7 @@ from charter.wire.codec import (
     slots,
     values_of,
 )
+from charter.wire.pages import Page
 from charter.wire.patterns import TIME
 
 
@@ -114,6 +115,40 @@ def model(
             **fields,
         )
     return _MODELS[key]
+
+
+UNPAGED = "Always null: this list is not paged."
+_OLD_KEY = (
+    "Deprecated: the same list as `items`, under the key this list had before the "
+    "envelope; removed in the next release. Read `items`."
+)
+
+
+def page_model(
+    items: type[BaseModel],
+    name: str,
+    *,
+    paged: bool = True,
+    old_key: str | None = None,
+    description: str | None = None,
+    items_description: str | None = None,
+    extra: dict[str, tuple[Any, Any]] | None = None,
+) -> type[BaseModel]:
+    """The model of a list route's answer: the wire `Page` of `items` (the model of each
+    item), named `name`. Not `paged`: `next_cursor` is always null. `old_key`: the key the
+    list had before the envelope, deprecated (charter.api.listing). `extra`: a list's
+    other keys."""
+    fields: dict[str, Any] = _definitions(Page, creating=False, detail=False)
+    fields["items"] = (list[items], Field(description=items_description))  # type: ignore[valid-type]
+    if not paged:
+        fields["next_cursor"] = (fields["next_cursor"][0], Field(description=UNPAGED))
+    if old_key is not None:
+        fields[old_key] = (
+            list[items],  # type: ignore[valid-type]
+            Field(default_factory=list, deprecated=True, description=_OLD_KEY),
+        )
+    fields.update(extra or {})
+    return create_model(name, __doc__=description, **fields)
 
 
 def _definitions(cls: type[Wire], creating: bool, detail: bool) -> dict[str, tuple[Any, Any]]:

@@ -40,11 +40,13 @@ from charter.sdk.results import (
     Webhook,
     Workflow,
     WorkItem,
-    _page,
     parser,
 )
+from charter.wire import Wire
+from charter.wire.pages import page_of
 
 T = TypeVar("T")
+W = TypeVar("W", bound=Wire)
 # The success statuses of the calls that do not answer 200 (the API's document lists
 # them; any other status is UnexpectedStatus).
 CREATED = frozenset({201})
@@ -55,8 +57,6 @@ _Accepted = parser(Accepted)
 _Actor = parser(Actor)
 _Automation = parser(Automation)
 _Deployed = parser(Deployed)
-_Deployment = parser(Deployment)
-_Event = parser(Event)
 _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
 _Plan = parser(Plan)
@@ -68,7 +68,6 @@ _Schedule = parser(Schedule)
 _Stats = parser(Stats)
 _Verification = parser(Verification)
 _Webhook = parser(Webhook)
-_WorkItem = parser(WorkItem)
 _Workflow = parser(Workflow)
 
 
@@ -99,14 +98,15 @@ def _none(_body: JsonObject) -> None:
     return None
 
 
-def _items(parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], list[T]]:
+def _items(cls: type[W]) -> Callable[[JsonObject], list[W]]:
     """Every item of a list that is not paged (its envelope's `items`)."""
-    return lambda body: list(_page(body, parse).items)
+    page = parser(page_of(cls))
+    return lambda body: list(page(body).items)
 
 
-def _paged(parse: Callable[[JsonObject], T]) -> Callable[[JsonObject], Page[T]]:
+def _paged(cls: type[W]) -> Callable[[JsonObject], Page[W]]:
     """One page of a paged list: its envelope's `items` and `next_cursor`."""
-    return lambda body: _page(body, parse)
+    return parser(page_of(cls))
 
 
 # --- health and metrics ----------------------------------------------------------------
@@ -135,7 +135,7 @@ def process(process_id: str) -> Call[Process]:
 
 
 def events(process_id: str) -> Call[list[Event]]:
-    return _get(f"/v1/processes/{_segment(process_id)}/events", _items(_Event))
+    return _get(f"/v1/processes/{_segment(process_id)}/events", _items(Event))
 
 
 def processes(
@@ -160,7 +160,7 @@ def processes(
         "cursor": cursor,
         "limit": limit,
     }
-    return _get("/v1/processes", _paged(_Process), params)
+    return _get("/v1/processes", _paged(Process), params)
 
 
 def verify(process_id: str, *, replay: bool = False) -> Call[Verification]:
@@ -181,7 +181,7 @@ def process_automation(process_id: str) -> Call[ProcessAutomation]:
 
 
 def workflows() -> Call[list[Deployment]]:
-    return _get("/v1/workflows", _items(_Deployment))
+    return _get("/v1/workflows", _items(Deployment))
 
 
 def workflow(path: str) -> Call[Workflow]:
@@ -195,7 +195,7 @@ def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
 
 
 def actors() -> Call[list[Actor]]:
-    return _get("/v1/actors", _items(_Actor))
+    return _get("/v1/actors", _items(Actor))
 
 
 def actor(actor_id: str) -> Call[Actor]:
@@ -285,14 +285,14 @@ def _work(
 ) -> Call[Page[WorkItem]]:
     fields = {f.name: getattr(where, f.name) for f in dataclasses.fields(where)}
     params: Query = {**fields, "cursor": cursor, "limit": limit}
-    return _get(path, _paged(_WorkItem), params)
+    return _get(path, _paged(WorkItem), params)
 
 
 # --- machines --------------------------------------------------------------------------
 
 
 def machines() -> Call[list[Machine]]:
-    return _get("/v1/machines", _items(_Machine))
+    return _get("/v1/machines", _items(Machine))
 
 
 def register_machine(
@@ -331,7 +331,7 @@ def create_automation(name: str, target: str, *, enabled: bool = True) -> Call[A
 def automations(*, cursor: str | None = None, limit: int | None = None) -> Call[Page[Automation]]:
     """A page of the principal's automations, oldest first."""
     params = {"cursor": cursor, "limit": limit}
-    return _get("/v1/automations", _paged(_Automation), params)
+    return _get("/v1/automations", _paged(Automation), params)
 
 
 def automation(automation_id: str) -> Call[AutomationDetail]:
@@ -364,7 +364,7 @@ def resume_automation(automation_id: str) -> Call[Automation]:
 
 
 def schedules(automation_id: str) -> Call[list[Schedule]]:
-    return _get(_automation(automation_id, "schedules"), _items(_Schedule))
+    return _get(_automation(automation_id, "schedules"), _items(Schedule))
 
 
 def add_schedule(
@@ -402,7 +402,7 @@ def remove_schedule(automation_id: str, trigger_id: str) -> Call[None]:
 
 
 def webhooks(automation_id: str) -> Call[list[Webhook]]:
-    return _get(_automation(automation_id, "webhooks"), _items(_Webhook))
+    return _get(_automation(automation_id, "webhooks"), _items(Webhook))
 
 
 def add_webhook(
@@ -476,7 +476,7 @@ def runs(
 ) -> Call[Page[Run]]:
     """A page of the principal's runs, newest first."""
     params = {"status": status, "automation_id": automation_id, "cursor": cursor, "limit": limit}
-    return _get("/v1/runs", _paged(_Run), params)
+    return _get("/v1/runs", _paged(Run), params)
 
 
 def run(run_id: str) -> Call[RunDetail]:

@@ -76,12 +76,15 @@ _SLOTS: dict[type, tuple[Slot, ...]] = {}
 
 
 def slots(cls: type[Wire]) -> tuple[Slot, ...]:
-    """The wire fields of `cls` in declaration order (that order is the JSON's)."""
+    """The wire fields of `cls` in declaration order (that order is the JSON's). A generic
+    wire object given its arguments (`Page[Run]`) has its type variables replaced."""
     if cls in _SLOTS:
         return _SLOTS[cls]
-    hints = typing.get_type_hints(cls, include_extras=True)
+    origin = class_of(cls)
+    bound = dict(zip(getattr(origin, "__parameters__", ()), typing.get_args(cls), strict=False))
+    hints = typing.get_type_hints(origin, include_extras=True)
     found = []
-    for f in dataclasses.fields(cls):
+    for f in dataclasses.fields(origin):
         if not f.metadata.get("wire", True):
             continue
         hint = hints[f.name]
@@ -89,11 +92,25 @@ def slots(cls: type[Wire]) -> tuple[Slot, ...]:
         if typing.get_origin(hint) is typing.Annotated:
             hint, *extras = typing.get_args(hint)
             meta = next((m for m in extras if isinstance(m, Meta)), NO_META)
+        hint = _bind(hint, bound)
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         default = f.default if f.default is not dataclasses.MISSING else None
         found.append(Slot(f.name, meta.key or f.name, hint, meta, required, default))
     _SLOTS[cls] = tuple(found)
     return _SLOTS[cls]
+
+
+def class_of(cls: Any) -> type[Wire]:
+    """The class of `cls`, which may be a generic wire object given its arguments."""
+    return typing.cast(type[Wire], typing.get_origin(cls) or cls)
+
+
+def _bind(hint: Any, bound: dict[Any, Any]) -> Any:
+    """`hint` with the type variables of `bound` replaced by their arguments."""
+    if isinstance(hint, TypeVar):
+        return bound.get(hint, hint)
+    parameters = [p for p in getattr(hint, "__parameters__", ()) if p in bound]
+    return hint[tuple(bound[p] for p in parameters)] if parameters else hint
 
 
 def optional_of(hint: Any) -> Any | None:
@@ -211,7 +228,7 @@ def parse(cls: type[W], body: JsonObject, error: Callable[[str], Exception]) -> 
             values[slot.name] = _read(body[slot.key], slot.hint, error, what, slot.key)
         elif slot.required:
             raise error(f"the {what} in the response has no {slot.key!r}")
-    return cls(**values, raw=body)
+    return class_of(cls)(**values, raw=body)  # type: ignore[return-value]
 
 
 def _read(
@@ -267,5 +284,5 @@ def _read(
 
 def _what(cls: type) -> str:
     """`RunStep` → "run step": how messages name an object."""
-    name = cls.__name__
+    name = class_of(cls).__name__
     return "".join(f" {c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
