@@ -17,13 +17,14 @@ from dataclasses import dataclass
 
 from charter.automations import cron
 from charter.automations.plan import parse_plan, parse_policy
+from charter.core import identifiers
 from charter.core.errors import CharterError, Malformed, NotFound
 from charter.core.errors.automations import InvalidAutomation, InvalidSchedule, InvalidWebhook
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.unset import UNSET, Unset
 from charter.core.webhook_secret import SECRET_PREFIX
 
-TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+TARGET = identifiers.NAME
 MAX_NAME = 200
 MAX_SOURCE = 200
 MAX_OCCURRENCES = 2**31 - 1

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from charter.core import identifiers
 from charter.core.errors import CharterError
 from charter.core.errors.automations import InvalidPlan
 from charter.core.errors.workflows import TemplateError
@@ -24,7 +25,7 @@ from charter.core.jsontypes import JsonObject, JsonValue
 from charter.dsl.scope import Scope
 from charter.dsl.templates import Template, compile_template
 
-STEP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+STEP_ID = identifiers.NAME
 ACTION_ID = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
 MAX_STEPS = 100
 _PLAN_KEYS = {"version", "steps"}
