@@ -9,9 +9,13 @@ each test.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
 import secrets
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,3 +136,26 @@ def conn(database_url: str) -> Iterator[Conn]:
             yield connection
         finally:
             connection.rollback()
+
+
+# A thread a failed test left blocked would otherwise keep the interpreter (and CI)
+# waiting at exit long after the report was printed: give such threads a minute, then
+# name them and end the run as failed.
+_LINGER_SECONDS = 60.0
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    deadline = time.monotonic() + _LINGER_SECONDS
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    lingering = [t for t in threading.enumerate() if t.is_alive() and not t.daemon]
+    lingering = [t for t in lingering if t is not threading.main_thread()]
+    if not lingering:
+        return
+    names = ", ".join(t.name for t in lingering)
+    sys.stderr.write(f"\nthreads still running {_LINGER_SECONDS:.0f} s after the tests: {names}\n")
+    faulthandler.dump_traceback(all_threads=True)
+    sys.stderr.flush()
+    os._exit(1)

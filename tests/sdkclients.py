@@ -77,8 +77,19 @@ class Blocking:
                 return
 
     def _stop(self) -> None:
+        """Cancel what still runs on the loop, so that a thread blocked on one of its
+        calls (a waiter a failed test left behind) gets CancelledError instead of
+        waiting for ever, then stop and close the loop."""
         if self._loop.is_closed():
             return
+
+        async def cancel_the_rest() -> None:
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(cancel_the_rest(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()

@@ -224,10 +224,11 @@ def _hub(h: Harness) -> HintHub:
 
 
 def _subscribed(h: Harness, before: int) -> None:
-    """Until the live stream has one more subscriber than `before`."""
+    """Until the live stream has had a subscription after the first `before`. (Not the
+    count of open ones: a stream of an earlier test may be noticed closed meanwhile.)"""
     hub = _hub(h)
     for _ in range(500):
-        if hub.subscribers > before:
+        if hub.subscriptions > before:
             return
         time.sleep(0.02)
     raise AssertionError("the client never subscribed to the live stream")
@@ -236,14 +237,15 @@ def _subscribed(h: Harness, before: int) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_wait_for_follows_the_live_stream(h: Harness, url: str, kind: str) -> None:
     process_id, _ = h.open_process(amount=5)
-    before = _hub(h).subscribers
+    before = _hub(h).subscriptions
     found: list[Process] = []
     with connect(kind, url, h.admin) as client:
         # Polling once a minute: only the stream can wake the waiter in time.
         waiter = threading.Thread(
             target=lambda: found.append(
                 client.wait_for(process_id, "approved", timeout=30, poll_interval=60)
-            )
+            ),
+            daemon=True,  # a failed test must not keep the interpreter alive
         )
         waiter.start()
         _subscribed(h, before)
@@ -257,13 +259,14 @@ def test_wait_for_follows_the_live_stream_and_waits_for_a_new_process(
     h: Harness, url: str, kind: str
 ) -> None:
     process_id = new_id("later")
-    before = _hub(h).subscribers
+    before = _hub(h).subscriptions
     found: list[Process] = []
     with connect(kind, url, h.admin) as client:
         waiter = threading.Thread(
             target=lambda: found.append(
                 client.wait_for(process_id, ["open", "approved"], timeout=30, poll_interval=60)
-            )
+            ),
+            daemon=True,  # a failed test must not keep the interpreter alive
         )
         waiter.start()
         _subscribed(h, before)
@@ -296,7 +299,8 @@ def test_wait_for_polls_a_server_without_the_stream(h: Harness, kind: str) -> No
         waiter = threading.Thread(
             target=lambda: found.append(
                 client.wait_for(process_id, "approved", timeout=30, poll_interval=0.05)
-            )
+            ),
+            daemon=True,  # a failed test must not keep the interpreter alive
         )
         waiter.start()
         client.submit(boss, process_id, "approve", {}, now=h.clock.now)

@@ -64,6 +64,7 @@ def test_a_full_queue_drops_that_subscriber_only() -> None:
     assert slow.dropped
     assert not fast.dropped
     assert hub.subscribers == 1
+    assert hub.subscriptions == 2  # made ever, a dropped one included
     assert hub.dropped == 1
     hub.publish("charter_events", EVENT)
     assert fast.queue.qsize() == 2

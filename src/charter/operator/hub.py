@@ -69,6 +69,9 @@ class HintHub:
         self.epoch = secrets.token_hex(4)
         self.last_id = 0
         self.dropped = 0
+        # Every subscribe ever made: unlike `subscribers`, it never goes back down when
+        # a closed stream is noticed late, so a watcher can tell a new one came.
+        self.subscriptions = 0
         self._ring: deque[Hint] = deque(maxlen=buffer)
         self._subscribers: set[Subscriber] = set()
         self._task: asyncio.Task[None] | None = None
@@ -155,6 +158,7 @@ class HintHub:
         or one `reset` hint when they are no longer all in the buffer."""
         subscriber = Subscriber(self.queue_size, visible)
         self._subscribers.add(subscriber)
+        self.subscriptions += 1
         return subscriber, self._missed(visible, last_event_id)
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
