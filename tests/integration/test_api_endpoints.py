@@ -101,6 +101,7 @@ def test_post_event_answers_201_with_hash_seq_and_process(h: Harness) -> None:
         "parent": None,
         "created_at": "2026-06-18T10:00:00.000Z",
         "updated_at": "2026-06-18T10:00:00.000Z",
+        "revision": 1,
     }
     assert _get(h, f"/v1/processes/{process_id}") == {**body["process"], "children": []}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 
 from charter.api import schemas
@@ -42,7 +42,11 @@ def list_workflows(
 
 @router.get(
     "/v1/workflows/{path:path}",
-    **answers(WorkflowDetail, 404, why={404: "`unknown_workflow`: nothing deployed there."}),
+    **answers(
+        WorkflowDetail,
+        404,
+        why={404: "`unknown_workflow`: nothing deployed there, or no such revision."},
+    ),
 )
 def show_workflow(
     path: Annotated[
@@ -51,14 +55,27 @@ def show_workflow(
     ],
     context: Context,
     _token: Annotated[TokenInfo, Depends(require("processes:read"))],
+    revision: Annotated[
+        int | None,
+        Query(ge=1, le=2**31 - 1, description="Show this revision's definition, not the current."),
+    ] = None,
 ) -> JSONResponse:
-    """The current definition at a path and every revision, newest first."""
+    """The current definition at a path (or that of `revision`) and every revision,
+    newest first."""
     with context.database.connection(Role.READER) as conn, conn.transaction():
         history = revisions(conn, path)
-        text = Store(conn).workflow_definition_text(history[0].version)
+        shown = history[0]
+        if revision is not None:
+            chosen = [d for d in history if d.revision == revision]
+            if not chosen:
+                raise UnknownWorkflow(
+                    f"{path!r} has no revision {revision} (its newest is {history[0].revision})"
+                )
+            shown = chosen[0]
+        text = Store(conn).workflow_definition_text(shown.version)
     if text is None:  # the registry is append-only; a deployment names a stored version
         raise UnknownWorkflow(f"the definition of {path!r} is missing")
-    return JSONResponse(workflow_json(history, ijson.loads(text)))
+    return JSONResponse(workflow_json(history, ijson.loads(text), shown))
 
 
 @router.post(

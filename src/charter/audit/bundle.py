@@ -70,6 +70,7 @@ def event_json(event: EventRow) -> JsonObject:
         "signature": event.signature,
         "kind": event.kind,
         "workflow_version": event.workflow_version,
+        "revision": event.workflow_revision,
         "received_at": event.received_at,
         "actor_id": event.actor_id,
         "actor_roles": list(event.actor_roles),
@@ -167,6 +168,13 @@ class _Object:
             raise self._fail(name, "an integer")
         return value
 
+    def optional_integer(self, name: str) -> int | None:
+        """A member that may be absent (an older export) or null."""
+        value = self.value.get(name)
+        if value is not None and type(value) is not int:
+            raise self._fail(name, "an integer or null")
+        return value
+
     def member_object(self, name: str) -> JsonObject:
         value = self.get(name)
         if not isinstance(value, dict):
@@ -222,4 +230,5 @@ def _event(value: JsonValue, where: str) -> EventRow:
         cause_hash=row.optional_text("cause_hash"),
         received_at=row.optional_text("received_at"),
         shown_envelope=row.get("envelope"),
+        workflow_revision=row.optional_integer("revision"),
     )

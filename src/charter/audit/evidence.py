@@ -88,6 +88,9 @@ class EventRow:
     received_at: str | None
     # The parsed envelope an export shows beside its text; None when read from the database.
     shown_envelope: JsonValue | None = None
+    # The workflow revision the event was decided under (unsigned, like `actor_roles`);
+    # None in an export written before revisions were recorded.
+    workflow_revision: int | None = None
 
 
 @dataclass(frozen=True)

@@ -212,4 +212,5 @@ def _event_row(row: tuple[Any, ...]) -> EventRow:
         workflow_version=str(row[12]),
         cause_hash=row[13],
         received_at=_time(row[14]),
+        workflow_revision=row[15],
     )

@@ -92,8 +92,9 @@ def history(process_id: ProcessId, as_json: JsonFlag = False) -> None:
         remote.print_json({"events": list(events)})
         return
     table = Table(
-        "seq", "at", "actor", "action", "hash", "caused by", title=f"history of {process_id}"
-    )
+        "seq", "at", "actor", "action", "revision", "hash", "caused by",
+        title=f"history of {process_id}",
+    )  # fmt: skip
     for event in events:
         envelope = event.get("envelope")
         envelope = envelope if isinstance(envelope, dict) else {}
@@ -102,6 +103,7 @@ def history(process_id: ProcessId, as_json: JsonFlag = False) -> None:
             str(envelope.get("at", "")),
             Text(str(event.get("actor_id") or remote.short(envelope.get("actor")))),
             Text(str(envelope.get("action", ""))),
+            str(event.get("revision") or ""),
             remote.short(event.get("hash")),
             Text(provenance(event)),
         )

@@ -155,11 +155,15 @@ def list_(as_json: JsonFlag = False) -> None:
 @app.command("show")
 def show(
     path: Annotated[str, typer.Argument(help="A deployed path.")],
+    revision: Annotated[
+        int | None,
+        typer.Option(min=1, help="Show this revision's definition instead of the current one."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """The current definition at a path and its revisions."""
+    """The current definition at a path (or of one revision) and its revisions."""
     with remote.client() as api:
-        workflow = api.workflow(path).raw
+        workflow = api.workflow(path, revision=revision).raw
     if as_json:
         remote.print_json(workflow)
         return

@@ -350,6 +350,7 @@ class Engine:
             parent_event=process.parent_event if process is not None else None,
             created_at=process.created_at if process is not None else inputs.now,
             updated_at=inputs.now,
+            revision=inputs.revision,
         )
         return Accepted(event_hash, seq, after)
 

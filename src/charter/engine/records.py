@@ -43,6 +43,7 @@ class ProcessView:
     parent_event: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    revision: int | None = None  # of the workflow, under which its last event was decided
 
     @property
     def document(self) -> JsonObject:
@@ -69,6 +70,7 @@ class StoredEvent:
     received_at: datetime | None
     actor_id: str
     actor_roles: tuple[str, ...]
+    workflow_revision: int | None = None  # None in a bundle exported before revisions
 
     def to_json(self) -> JsonObject:
         return wire.to_json(self, shapes.Event)

@@ -52,10 +52,13 @@ class Deployment:
         return wire.to_json(answer, shapes.Deployed)
 
 
-def workflow_json(history: list[Deployment], definition: JsonValue) -> JsonObject:
-    """A path's current deployment, its definition and every revision, newest first."""
-    shown = {"deployment": history[0], "definition": definition, "revisions": history}
-    return wire.to_json(shown, shapes.Workflow)
+def workflow_json(
+    history: list[Deployment], definition: JsonValue, shown: Deployment | None = None
+) -> JsonObject:
+    """A path's deployment `shown` (default: the current one), its definition and every
+    revision, newest first."""
+    answer = {"deployment": shown or history[0], "definition": definition, "revisions": history}
+    return wire.to_json(answer, shapes.Workflow)
 
 
 class Registry:

@@ -52,6 +52,7 @@ class DecisionInputs:
     version: str | None
     now: datetime  # the transaction's clock: what the writes will record
     work: FiringWork | None  # the work row named (None if none was, or it does not exist)
+    revision: int | None = None  # of `version` at the path, for the answer
 
 
 @dataclass
@@ -163,6 +164,7 @@ class Store:
             version=str(version_row[0]) if version_row else None,
             now=cast(datetime, now),
             work=_firing_work(work_row) if work_row is not None else None,
+            revision=int(version_row[1]) if version_row else None,
         )
 
     def batch_inputs(
@@ -495,6 +497,7 @@ def process_from_row(row: tuple[Any, ...]) -> ProcessView:
         parent_event=row[7],
         created_at=row[8],
         updated_at=row[9],
+        revision=row[10] if len(row) > 10 else None,
     )
 
 
@@ -513,6 +516,7 @@ def event_from_row(row: tuple[Any, ...]) -> StoredEvent:
         received_at=row[7],
         actor_id=row[8],
         actor_roles=tuple(row[9]),
+        workflow_revision=row[10],
     )
 
 

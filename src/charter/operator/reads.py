@@ -101,6 +101,7 @@ def _process(row: dict[str, Any]) -> JsonObject:
         parent_event=row["parent_event_hash"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        revision=row["revision"],
     )
     return {**view.to_json(), "children": list(row["children"])}
 

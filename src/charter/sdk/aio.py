@@ -426,8 +426,11 @@ class AsyncClient:
     async def workflows(self, *, timeout: float | None = None) -> list[Deployment]:
         return await self._run(calls.workflows(), timeout)
 
-    async def workflow(self, path: str, *, timeout: float | None = None) -> Workflow:
-        return await self._run(calls.workflow(path), timeout)
+    async def workflow(
+        self, path: str, *, revision: int | None = None, timeout: float | None = None
+    ) -> Workflow:
+        """The current definition at `path` (or that of `revision`) and every revision."""
+        return await self._run(calls.workflow(path, revision), timeout)
 
     async def deploy_workflow(
         self, path: str, definition: JsonValue, *, timeout: float | None = None

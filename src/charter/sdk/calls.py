@@ -184,8 +184,9 @@ def workflows() -> Call[list[Deployment]]:
     return _get("/v1/workflows", _items(Deployment))
 
 
-def workflow(path: str) -> Call[Workflow]:
-    return _get(f"/v1/workflows/{quote(path, safe='/')}", _Workflow)
+def workflow(path: str, revision: int | None = None) -> Call[Workflow]:
+    params = {"revision": revision} if revision is not None else None
+    return _get(f"/v1/workflows/{quote(path, safe='/')}", _Workflow, params)
 
 
 def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:

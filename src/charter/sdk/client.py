@@ -408,8 +408,11 @@ class Client:
     def workflows(self, *, timeout: float | None = None) -> list[Deployment]:
         return self._run(calls.workflows(), timeout)
 
-    def workflow(self, path: str, *, timeout: float | None = None) -> Workflow:
-        return self._run(calls.workflow(path), timeout)
+    def workflow(
+        self, path: str, *, revision: int | None = None, timeout: float | None = None
+    ) -> Workflow:
+        """The current definition at `path` (or that of `revision`) and every revision."""
+        return self._run(calls.workflow(path, revision), timeout)
 
     def deploy_workflow(
         self, path: str, definition: JsonValue, *, timeout: float | None = None

@@ -178,7 +178,8 @@ CREATE TABLE charter.events (
     workflow_path text NOT NULL,
     workflow_version text NOT NULL,
     cause_hash text,
-    received_at timestamp with time zone DEFAULT now() NOT NULL
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    workflow_revision integer
 );
 ALTER TABLE charter.events ADD CONSTRAINT events_actor_fkey FOREIGN KEY (actor) REFERENCES actor_keys(public_key);
 ALTER TABLE charter.events ADD CONSTRAINT events_cause_hash_fkey FOREIGN KEY (cause_hash) REFERENCES events(hash);
@@ -194,12 +195,14 @@ ALTER TABLE charter.events ADD CONSTRAINT events_prev_hash_check CHECK ((prev_ha
 ALTER TABLE charter.events ADD CONSTRAINT events_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.events ADD CONSTRAINT events_seq_check CHECK ((seq >= 1));
 ALTER TABLE charter.events ADD CONSTRAINT events_signature_check CHECK ((signature ~ '^[0-9a-f]{128}$'::text));
+ALTER TABLE charter.events ADD CONSTRAINT events_workflow_revision_check CHECK ((workflow_revision >= 1));
 ALTER TABLE charter.events ADD CONSTRAINT events_workflow_version_fkey FOREIGN KEY (workflow_version) REFERENCES workflow_definitions(version);
 ALTER TABLE charter.events ADD CONSTRAINT hash_is_envelope_hash CHECK ((hash = encode(sha256(convert_to((envelope)::text, 'UTF8'::name)), 'hex'::text)));
 CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON charter.events FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER events_extend_head BEFORE INSERT ON charter.events FOR EACH ROW EXECUTE FUNCTION event_extends_head();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON charter.events FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER events_queue_for_log AFTER INSERT ON charter.events REFERENCING NEW TABLE AS accepted FOR EACH STATEMENT EXECUTE FUNCTION queue_logged_events_v1();
+CREATE TRIGGER events_revision BEFORE INSERT ON charter.events FOR EACH ROW EXECUTE FUNCTION event_revision();
 GRANT INSERT ON charter.events TO charter_engine;
 GRANT SELECT ON charter.events TO charter_engine;
 GRANT SELECT ON charter.events TO charter_reader;
@@ -898,6 +901,22 @@ BEGIN
     RETURN NEW;
 END
 $function$;
+
+CREATE OR REPLACE FUNCTION charter.event_revision()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_custom_plan'
+AS $function$
+BEGIN
+    IF NEW.workflow_revision IS NULL THEN
+        SELECT max(d.revision) INTO NEW.workflow_revision
+        FROM charter.workflow_deployments d
+        WHERE d.path = NEW.workflow_path AND d.version = NEW.workflow_version;
+    END IF;
+    RETURN NEW;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION event_revision() TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION charter.fail_automation_work(p_id uuid, p_token uuid, p_reason text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS automation_queue

@@ -39,6 +39,11 @@ class Process(Wire):
     parent: Annotated[str | None, Meta(description="The process that spawned this one.")]
     created_at: datetime | None
     updated_at: datetime | None
+    # Null only in the answer of a process that has no event yet (never seen on the API).
+    revision: Annotated[
+        int | None,
+        Meta(ge=1, required=True, description="The workflow revision of its last event."),
+    ] = None
     # Only GET /v1/processes/{id} and the process list name them.
     children: Annotated[
         tuple[str, ...], Meta(description="Ids of the processes it spawned.", detail=True)
@@ -60,6 +65,17 @@ class Event(Wire):
     received_at: datetime | None
     actor_id: str
     actor_roles: tuple[str, ...]
+    # The revision of the workflow path whose rules decided the event (`workflow_version`
+    # is that revision's definition hash).
+    workflow_revision: Annotated[
+        int | None,
+        Meta(
+            key="revision",
+            ge=1,
+            required=True,
+            description="The revision of the workflow path the event was decided under.",
+        ),
+    ] = None
 
     @property
     def action(self) -> str:

@@ -6,8 +6,8 @@ JOIN charter.actors a ON a.id = k.actor_id
 WHERE k.public_key = %(public_key)s
 
 -- current_workflow_version --
--- The version deployed last at a path.
-SELECT version
+-- The version deployed last at a path, and its revision.
+SELECT version, revision
 FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
@@ -30,19 +30,21 @@ WHERE id = %(id)s
 FOR NO KEY UPDATE
 
 -- get_process --
--- A process row.
-SELECT id, workflow_path, state, data, head_hash, seq, parent_id, parent_event_hash,
-       created_at, updated_at
-FROM charter.processes
-WHERE id = %(id)s
+-- A process row, with the workflow revision its last event was decided under.
+SELECT p.id, p.workflow_path, p.state, p.data, p.head_hash, p.seq, p.parent_id,
+       p.parent_event_hash, p.created_at, p.updated_at,
+       (SELECT e.workflow_revision FROM charter.events e WHERE e.hash = p.head_hash)
+FROM charter.processes p
+WHERE p.id = %(id)s
 
 -- child_processes --
 -- The processes a process spawned.
-SELECT id, workflow_path, state, data, head_hash, seq, parent_id, parent_event_hash,
-       created_at, updated_at
-FROM charter.processes
-WHERE parent_id = %(id)s
-ORDER BY created_at, id
+SELECT p.id, p.workflow_path, p.state, p.data, p.head_hash, p.seq, p.parent_id,
+       p.parent_event_hash, p.created_at, p.updated_at,
+       (SELECT e.workflow_revision FROM charter.events e WHERE e.hash = p.head_hash)
+FROM charter.processes p
+WHERE p.parent_id = %(id)s
+ORDER BY p.created_at, p.id
 
 -- insert_process --
 -- A new process row before its first event; nothing back if the id is taken.
@@ -64,7 +66,7 @@ VALUES (%(id)s, %(workflow_path)s, %(state)s, %(data)s, NULL, NULL,
 -- process_events --
 -- A process's events in order, each with its exact canonical envelope text.
 SELECT process_id, seq, hash, envelope::text, signature, kind, workflow_version, received_at,
-       actor_id, actor_roles
+       actor_id, actor_roles, workflow_revision
 FROM charter.events
 WHERE process_id = %(process_id)s
 ORDER BY seq
@@ -72,7 +74,7 @@ ORDER BY seq
 -- event_by_hash --
 -- One event by its hash.
 SELECT process_id, seq, hash, envelope::text, signature, kind, workflow_version, received_at,
-       actor_id, actor_roles
+       actor_id, actor_roles, workflow_revision
 FROM charter.events
 WHERE hash = %(hash)s
 

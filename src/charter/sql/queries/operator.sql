@@ -4,7 +4,9 @@
 SELECT p.id, p.workflow_path, p.state, p.data, p.head_hash, p.seq, p.parent_id,
        p.parent_event_hash, p.created_at, p.updated_at,
        ARRAY(SELECT c.id FROM charter.processes c WHERE c.parent_id = p.id
-             ORDER BY c.created_at, c.id) AS children
+             ORDER BY c.created_at, c.id) AS children,
+       (SELECT e.workflow_revision FROM charter.events e WHERE e.hash = p.head_hash)
+           AS revision
 FROM charter.processes p
 WHERE (%(workflow)s::text IS NULL OR p.workflow_path = %(workflow)s)
   AND (%(workflow_prefix)s::text IS NULL OR starts_with(p.workflow_path, %(workflow_prefix)s))
@@ -26,7 +28,9 @@ LIMIT %(limit)s
 SELECT p.id, p.workflow_path, p.state, p.data, p.head_hash, p.seq, p.parent_id,
        p.parent_event_hash, p.created_at, p.updated_at,
        ARRAY(SELECT c.id FROM charter.processes c WHERE c.parent_id = p.id
-             ORDER BY c.created_at, c.id) AS children
+             ORDER BY c.created_at, c.id) AS children,
+       (SELECT e.workflow_revision FROM charter.events e WHERE e.hash = p.head_hash)
+           AS revision
 FROM charter.processes p
 WHERE (%(workflow)s::text IS NULL OR p.workflow_path = %(workflow)s)
   AND (%(workflow_prefix)s::text IS NULL OR starts_with(p.workflow_path, %(workflow_prefix)s))

@@ -6,7 +6,8 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY
 -- verification_events --
 -- Every column of a process's events in seq order, each with its exact envelope text.
 SELECT process_id, seq, hash, prev_hash, kind, envelope::text, signature, actor, actor_id,
-       actor_roles, action, workflow_path, workflow_version, cause_hash, received_at
+       actor_roles, action, workflow_path, workflow_version, cause_hash, received_at,
+       workflow_revision
 FROM charter.events
 WHERE process_id = %(process_id)s
 ORDER BY seq
@@ -14,7 +15,8 @@ ORDER BY seq
 -- verification_events_by_hash --
 -- Events by hash (the causes of spawn geneses), with every column.
 SELECT process_id, seq, hash, prev_hash, kind, envelope::text, signature, actor, actor_id,
-       actor_roles, action, workflow_path, workflow_version, cause_hash, received_at
+       actor_roles, action, workflow_path, workflow_version, cause_hash, received_at,
+       workflow_revision
 FROM charter.events
 WHERE hash = ANY (%(hashes)s)
 
