@@ -173,6 +173,9 @@ function renderEvent(process, event, bySeq) {
       " · ",
       h("time", { datetime: envelope.at }, time(envelope.at)),
       " · ",
+      event.revision
+        ? [h("span", { class: "revision", title: "workflow version " + event.workflow_version }, "revision " + event.revision), " · "]
+        : null,
       h("code", { class: "hash", title: event.hash }, shortHash(event.hash))),
     cause(process, envelope, provenance, bySeq),
     h("div", { class: "problems" }),
