@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from charter.auth.tokens import find_token
 from charter.core.ed25519 import SecretKey, verify
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject, JsonValue
-from charter.db.database import Database, connect
+from charter.db.database import Database, Role, connect
 from tests.integration.apikit import ERRANDS, Harness, bearer, dumps, make_harness, new_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,6 +247,10 @@ def test_deploy_list_and_show_workflows(h: Harness) -> None:
     assert body["revision"] == 1
     assert len(body["version"]) == 64
     assert body["deployed_by"] == "deployer"
+    with h.database.connection(Role.ENGINE) as conn:
+        deployer = find_token(conn, token)
+    assert deployer is not None
+    assert body["deployed_by_token"] == deployer.id
     changed: JsonObject = {
         **CHILD,
         "states": ["new", "old"],

@@ -104,7 +104,11 @@ def deploy_workflow(
     request = fields(body, {"path", "definition"})
     with context.database.connection(Role.ENGINE) as conn, conn.transaction():
         deployment = context.engine.registry.deploy(
-            conn, text(request, "path"), request["definition"], deployed_by=token.principal
+            conn,
+            text(request, "path"),
+            request["definition"],
+            deployed_by=token.principal,
+            deployed_by_token=token.id,
         )
     # 200 and the current revision for the definition deployed there already.
     answer = deployment.deployed_json()

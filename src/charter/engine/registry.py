@@ -41,6 +41,7 @@ class Deployment:
     warnings: tuple[Problem, ...] = ()
     # The definition was the path's current version already: no new revision was made.
     unchanged: bool = False
+    deployed_by_token: str | None = None  # the id of the API token that deployed it
 
     def to_json(self) -> JsonObject:
         return wire.to_json(self, shapes.Deployment)
@@ -100,6 +101,7 @@ class Registry:
         definition: JsonValue,
         *,
         deployed_by: str | None = None,
+        deployed_by_token: str | None = None,
     ) -> Deployment:
         """Validate and deploy `definition` at `path` (InvalidWorkflow lists every problem)."""
         _check_path(path)
@@ -115,7 +117,13 @@ class Registry:
                 with conn.transaction():
                     row = conn.execute(
                         query("insert_deployment"),
-                        {"path": path, "version": version, "deployed_by": deployed_by, "now": None},
+                        {
+                            "path": path,
+                            "version": version,
+                            "deployed_by": deployed_by,
+                            "deployed_by_token": deployed_by_token,
+                            "now": None,
+                        },
                     ).fetchone()
             except psycopg.errors.UniqueViolation:
                 raise Duplicate(
@@ -126,6 +134,7 @@ class Registry:
                 row = conn.execute(query("current_deployment"), {"path": path}).fetchone()
                 assert row is not None
                 deployed_by = cast(str | None, row[2])
+                deployed_by_token = cast(str | None, row[3])
         assert row is not None
         with self._lock:
             self._cache[version] = workflow
@@ -137,6 +146,7 @@ class Registry:
             deployed_by,
             tuple(workflow_warnings(workflow)),
             unchanged=unchanged,
+            deployed_by_token=deployed_by_token,
         )
 
 
@@ -161,6 +171,7 @@ def _deployment(row: tuple[object, ...]) -> Deployment:
         str(row[2]),
         cast(datetime, row[3]),
         cast("str | None", row[4]),
+        deployed_by_token=cast("str | None", row[5]),
     )
 
 

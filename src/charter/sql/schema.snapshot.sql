@@ -597,7 +597,8 @@ CREATE TABLE charter.workflow_deployments (
     revision integer NOT NULL,
     version text NOT NULL,
     deployed_at timestamp with time zone DEFAULT now() NOT NULL,
-    deployed_by text
+    deployed_by text,
+    deployed_by_token text
 );
 ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_path_check CHECK (((path ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}(/[A-Za-z0-9][A-Za-z0-9._:-]{0,127})*$'::text) AND (length(path) <= 1024)));
 ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_pkey PRIMARY KEY (path, revision);

@@ -121,7 +121,11 @@ class Deployment(Wire):
     revision: Annotated[int, Meta(ge=1)]
     version: Annotated[str, Meta(description="The definition's content hash.")]
     deployed_at: datetime
-    deployed_by: str | None
+    deployed_by: Annotated[str | None, Meta(description="The principal that deployed it.")]
+    deployed_by_token: Annotated[
+        str | None,
+        Meta(required=True, description="The id of the API token that deployed it, if one did."),
+    ] = None
 
 
 @dataclass(frozen=True)

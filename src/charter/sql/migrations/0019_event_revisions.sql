@@ -10,6 +10,10 @@
 ALTER TABLE charter.events
     ADD COLUMN workflow_revision integer CHECK (workflow_revision >= 1);
 
+-- Which API token deployed a revision, beside its principal (`deployed_by`); null for a
+-- deploy made without one (the CLI's direct database commands, earlier revisions).
+ALTER TABLE charter.workflow_deployments ADD COLUMN deployed_by_token text;
+
 CREATE FUNCTION charter.event_revision() RETURNS trigger
 LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 BEGIN

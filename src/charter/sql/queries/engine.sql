@@ -97,8 +97,10 @@ ON CONFLICT (version) DO NOTHING
 -- insert_deployment --
 -- Deploy a version at a path as its next revision (a concurrent deploy clashes on the key),
 -- unless it is the path's current version already: then no row (nothing changed).
-INSERT INTO charter.workflow_deployments (path, revision, version, deployed_by, deployed_at)
+INSERT INTO charter.workflow_deployments (path, revision, version, deployed_by,
+    deployed_by_token, deployed_at)
 SELECT %(path)s, coalesce(max(revision), 0) + 1, %(version)s, %(deployed_by)s,
+       %(deployed_by_token)s,
        coalesce(%(now)s, now())
 FROM charter.workflow_deployments
 WHERE path = %(path)s
@@ -107,7 +109,7 @@ RETURNING revision, deployed_at
 
 -- current_deployment --
 -- The deployment that is current at a path (its newest revision).
-SELECT revision, deployed_at, deployed_by
+SELECT revision, deployed_at, deployed_by, deployed_by_token
 FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
@@ -115,13 +117,13 @@ LIMIT 1
 
 -- list_workflows --
 -- Each path's current deployment and how many revisions it has.
-SELECT DISTINCT ON (path) path, revision, version, deployed_at, deployed_by
+SELECT DISTINCT ON (path) path, revision, version, deployed_at, deployed_by, deployed_by_token
 FROM charter.workflow_deployments
 ORDER BY path, revision DESC
 
 -- workflow_revisions --
 -- Every deployment of a path, newest first.
-SELECT path, revision, version, deployed_at, deployed_by
+SELECT path, revision, version, deployed_at, deployed_by, deployed_by_token
 FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
