@@ -917,7 +917,6 @@ BEGIN
     RETURN NEW;
 END
 $function$;
-GRANT EXECUTE ON FUNCTION event_revision() TO PUBLIC;
 
 CREATE OR REPLACE FUNCTION charter.fail_automation_work(p_id uuid, p_token uuid, p_reason text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS automation_queue

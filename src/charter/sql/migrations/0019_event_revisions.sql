@@ -25,6 +25,7 @@ BEGIN
     RETURN NEW;
 END
 $$;
+REVOKE EXECUTE ON FUNCTION charter.event_revision() FROM PUBLIC;
 CREATE TRIGGER events_revision BEFORE INSERT ON charter.events
     FOR EACH ROW EXECUTE FUNCTION charter.event_revision();
 
