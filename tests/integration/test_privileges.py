@@ -139,8 +139,15 @@ def test_engine_cannot_change_process_identity(conn: Conn, column: str) -> None:
     refused(conn, PermissionDenied, statement, role="charter_engine")
 
 
-def test_engine_cannot_rewrite_work_row_results(conn: Conn) -> None:
-    statement = "UPDATE scheduled_actions SET fire_count = fire_count + 1 WHERE false"
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE scheduled_actions SET fire_count = fire_count + 1 WHERE false",
+        "UPDATE automation_queue SET fired_event_hash = NULL WHERE false",
+        "UPDATE automation_queue SET completed_at = now() WHERE false",
+    ],
+)
+def test_engine_cannot_rewrite_work_row_results(conn: Conn, statement: str) -> None:
     refused(conn, PermissionDenied, statement, role="charter_engine")
 
 
@@ -172,6 +179,12 @@ def test_engine_writes_the_governed_flow(conn: Conn) -> None:
         VALUES (%s, %s, 'start', 'auto action became available', %s, 'touch', %s)
         """,
         (process_id, rows.WORKFLOW, hashes[-1], actor),
+    )
+    # A migration cancels queued work as an action's `cancel` cancels schedules.
+    conn.execute(
+        "UPDATE automation_queue SET status = 'cancelled', cancelled_at = now(),"
+        " cancelled_by_event_hash = %s, cancel_reason = 'test' WHERE process_id = %s",
+        (hashes[-1], process_id),
     )
     conn.execute("RESET ROLE")
     assert rows.head(conn, process_id) == (2, hashes[-1])

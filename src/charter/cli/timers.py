@@ -60,7 +60,7 @@ def timers(
 
 
 _SCHEDULED = ("active", "claimed", "cancelled", "exhausted", "skipped", "failed")
-_QUEUE = ("pending", "claimed", "completed", "skipped", "failed")
+_QUEUE = ("pending", "claimed", "completed", "skipped", "failed", "cancelled")
 # What a person may type for a stored status.
 STATUS_ALIASES = {"done": "exhausted"}
 

@@ -34,6 +34,11 @@ ACTION_TYPES: tuple[ActionType, ...] = ("create", "transition", "update")
 ROOT = ""
 """The `$merge` path that names the whole document."""
 
+RESERVED_PREFIX = "charter:"
+"""Action names Charter keeps for its built-in actions; a workflow cannot define one."""
+MIGRATE_ACTION = "charter:migrate"
+"""The built-in action of a workflow with a `migration` block (docs/dsl.md)."""
+
 
 @dataclass(frozen=True)
 class FieldOp:
@@ -155,13 +160,24 @@ class Workflow:
     actions: Mapping[str, Action]
     dsl: int = DSL_VERSION
     description: str | None = None
+    # The built-in `charter:migrate`, present when the workflow has a `migration` block;
+    # never one of `actions` (those are the workflow's own).
+    migration: Action | None = None
 
     def action(self, name: str) -> Action:
         """The action called `name`; UnknownAction when the workflow has none."""
+        if name == MIGRATE_ACTION:
+            if self.migration is None:
+                raise UnknownAction(f"the workflow has no `migration` block, so no action {name!r}")
+            return self.migration
         try:
             return self.actions[name]
         except KeyError:
             raise UnknownAction(f"the workflow defines no action {name!r}") from None
+
+    def is_migration(self, action: Action) -> bool:
+        """Whether `action` is this workflow's built-in `charter:migrate`."""
+        return self.migration is not None and action is self.migration
 
     def create_actions(self) -> tuple[Action, ...]:
         return tuple(a for a in self.actions.values() if a.is_create)

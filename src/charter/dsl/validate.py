@@ -15,18 +15,22 @@ from charter.core.errors import InvalidWorkflow
 from charter.core.jsontypes import JsonValue
 from charter.dsl import checks
 from charter.dsl.checks import Path, Problems
+from charter.dsl.migration import migration_action
 from charter.dsl.model import (
     ACTION_TYPES,
     AUTOMATION,
     DSL_VERSION,
+    MIGRATE_ACTION,
     NAME_PATTERN,
+    RESERVED_PREFIX,
     Action,
     ActionType,
     Workflow,
 )
 from charter.dsl.mutate_checks import check_mutate
 
-TOP_KEYS = frozenset({"dsl", "states", "roles", "actions", "description"})
+TOP_KEYS = frozenset({"dsl", "states", "roles", "actions", "migration", "description"})
+MIGRATION_KEYS = frozenset({"role"})
 ACTION_KEYS = frozenset(
     {"type", "role", "from", "to", "when", "input", "mutate", "spawn", "schedule", "cancel"}
     | {"auto", "description"}
@@ -97,14 +101,15 @@ class _Pass:
         roles = checks.names(out, doc, "roles", "role", non_empty=False)
         raw_actions = doc.get("actions")
         actions: dict[str, Action] = {}
+        ctx = checks.Context(
+            out,
+            None if states is None else frozenset(states),
+            None if roles is None else frozenset(roles),
+        )
+        migration_roles = self._migration(ctx, doc)
         if "actions" in doc and not isinstance(raw_actions, dict):
             out.add(("actions",), "must be an object mapping action names to actions")
         if isinstance(raw_actions, dict):
-            ctx = checks.Context(
-                out,
-                None if states is None else frozenset(states),
-                None if roles is None else frozenset(roles),
-            )
             for name, raw in raw_actions.items():
                 action = self._action(ctx, name, raw)
                 if action is not None:
@@ -119,12 +124,43 @@ class _Pass:
             roles=roles,
             actions=MappingProxyType(actions),
             description=description,
+            migration=None
+            if migration_roles is None
+            else migration_action(migration_roles, states),
         )
+
+    def _migration(self, ctx: checks.Context, doc: dict[str, JsonValue]) -> tuple[str, ...] | None:
+        """The roles of the `migration` block, which grants the built-in `charter:migrate`."""
+        if "migration" not in doc:
+            return None
+        out, raw, path = self.out, doc["migration"], ("migration",)
+        if not isinstance(raw, dict):
+            out.add(path, 'must be an object: {"role": [roles that may migrate processes]}')
+            return None
+        out.keys(raw, path, MIGRATION_KEYS, ("role",))
+        roles = checks.roles(ctx, raw, path)
+        if roles is not None and AUTOMATION in roles:
+            value = raw["role"]
+            where: Path = (*path, "role")
+            if isinstance(value, list):
+                where = (*where, value.index(AUTOMATION))
+            out.add(
+                where,
+                f"the automation actor cannot migrate processes: {AUTOMATION} cannot be a "
+                "migration role",
+            )
+        return roles
 
     def _action(self, ctx: checks.Context, name: str, raw: JsonValue) -> Action | None:
         out, path = self.out, ("actions", name)
         if not NAME_PATTERN.fullmatch(name):
             out.add(path, f"action name must match {NAME_PATTERN.pattern}")
+        elif name.startswith(RESERVED_PREFIX):
+            out.add(
+                path,
+                f"the {RESERVED_PREFIX!r} prefix is reserved for Charter's built-in actions "
+                f"(such as {MIGRATE_ACTION}): give the action another name",
+            )
         if not isinstance(raw, dict):
             out.add(path, "an action must be a JSON object")
             self.summaries[name] = _Summary(None, None)

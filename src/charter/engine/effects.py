@@ -75,7 +75,20 @@ class Effects:
         provenance = {"event_hash": event_hash, "action": envelope.action, "actor": envelope.actor}
         # Cancellations hint the worker from SQL (their rows are only known there);
         # new rows get their ids here, so their hints need no answer from the database.
-        if decision.cancels:
+        if decision.cleanup is not None:
+            # A migration: its listed schedules and all work of actions the definition
+            # no longer has, found and cancelled in SQL.
+            ticket = decision.cleanup.reason
+            store.cancel_migrated_work(
+                process_id=process_id,
+                actions=decision.cleanup.actions,
+                schedule_ids=decision.cancels,
+                event_hash=event_hash,
+                listed_reason=f"cancelled by {envelope.action} ({ticket})",
+                orphan_reason=f"cancelled by {envelope.action} ({ticket}): its action is not "
+                "in the workflow's current definition",
+            )
+        elif decision.cancels:
             store.cancel_schedules(
                 process_id=process_id,
                 schedule_ids=decision.cancels,

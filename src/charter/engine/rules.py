@@ -4,6 +4,8 @@
 engine's one transaction persists; it touches no database and no clock (templates and
 schedules count from the envelope's signed `at`, so a replay decides the same way).
 The checks run in docs/architecture.md's order: action, role, from, input, when, reserved fields.
+The built-in `charter:migrate` (dsl/migration.py) is decided here too, from the workflow's
+`migration` block: its effects are its input's state and cancellations, and a `Cleanup`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from charter.core.errors import (
 )
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.dsl.expressions import Scope
+from charter.dsl.migration import MigrationInput, apply_migration
 from charter.dsl.model import Action, Workflow
 from charter.dsl.mutate import (
     ResolvedSchedule,
@@ -47,6 +50,16 @@ class AutoWork:
 
 
 @dataclass(frozen=True)
+class Cleanup:
+    """What a `charter:migrate` event cancels besides its listed schedules: every live
+    work row of the process whose action is not one of `actions` (the current
+    definition's), which only the database can find."""
+
+    actions: tuple[str, ...]
+    reason: str  # the migration's ticket reference
+
+
+@dataclass(frozen=True)
 class Decision:
     """Everything an accepted event changes."""
 
@@ -57,6 +70,7 @@ class Decision:
     schedules: tuple[ResolvedSchedule, ...]
     cancels: tuple[str, ...]
     auto: tuple[AutoWork, ...]
+    cleanup: Cleanup | None = None  # set for a migration
 
 
 def has_automation_meta(input_: JsonObject) -> bool:
@@ -80,6 +94,10 @@ def decide(
     authorized it, so the child's role check is skipped; every other rule holds.
     """
     action = workflow.action(envelope.action)
+    migrating = workflow.is_migration(action)
+    if migrating and actor.is_automation:
+        # A migration role is never AUTOMATION (checked at deploy); this holds on replay too.
+        raise ForbiddenRole(f"the automation actor never signs {action.name!r}")
     if not genesis and not action.allows_role(actor.roles):
         raise ForbiddenRole(
             f"action {action.name!r} needs one of the roles {list(action.roles)}; "
@@ -94,7 +112,13 @@ def decide(
         # Checked again, against the work row, by the engine (engine/provenance.py).
         raise ReservedField("input.meta.automation is reserved for the automation actor")
     before = process.document if process is not None else {}
-    effects = apply_action(workflow, action, before, scope)
+    cleanup = None
+    if migrating:
+        migration = MigrationInput.of(envelope.input)
+        effects = apply_migration(before, migration)
+        cleanup = Cleanup(tuple(workflow.actions), migration.reason)
+    else:
+        effects = apply_action(workflow, action, before, scope)
     document = dict(effects.new_document)
     state = document.pop("state")
     if not isinstance(state, str):
@@ -116,6 +140,7 @@ def decide(
         schedules=effects.schedules,
         cancels=effects.cancels,
         auto=available_auto_actions(workflow, after, envelope, actor, event_hash),
+        cleanup=cleanup,
     )
 
 

@@ -350,6 +350,36 @@ class Store:
             reason=reason,
         )
 
+    def cancel_migrated_work(
+        self,
+        *,
+        process_id: str,
+        actions: Sequence[str],
+        schedule_ids: Sequence[str],
+        event_hash: str,
+        listed_reason: str,
+        orphan_reason: str,
+    ) -> None:
+        """A migration's cancellations: the live schedules in `schedule_ids`, and every live
+        schedule or queue row whose action is not one of `actions`, each with its hint.
+        Sent after the writes queued before it (the event it names goes first)."""
+        self.send()
+        self.writes += 1
+        self._sent.append(
+            self.conn.execute(
+                query("cancel_migrated_work"),
+                {
+                    "process_id": process_id,
+                    "actions": list(actions),
+                    "schedule_ids": list(schedule_ids),
+                    "event_hash": event_hash,
+                    "listed_reason": listed_reason,
+                    "orphan_reason": orphan_reason,
+                    "now": self.now,
+                },
+            )
+        )
+
     def insert_schedule(
         self,
         *,

@@ -24,7 +24,7 @@ from charter.operator.paging import Position, decode_cursor, encode_cursor, work
 from charter.wire.engine import WorkItem
 
 SCHEDULED_STATUSES = ("active", "claimed", "cancelled", "exhausted", "skipped", "failed")
-QUEUE_STATUSES = ("pending", "claimed", "completed", "skipped", "failed")
+QUEUE_STATUSES = ("pending", "claimed", "completed", "skipped", "failed", "cancelled")
 TIMER_HORIZON = timedelta(hours=1)
 # DPoP proofs (with the machine that sent them) are kept a few minutes for replay checks.
 MACHINE_HORIZON = timedelta(minutes=5)

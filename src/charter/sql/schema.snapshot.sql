@@ -105,10 +105,15 @@ CREATE TABLE charter.automation_queue (
     lease_expires_at timestamp with time zone,
     lease_token uuid,
     cascade_depth integer DEFAULT 0 NOT NULL,
-    cascade_origin_event_hash text
+    cascade_origin_event_hash text,
+    cancelled_at timestamp with time zone,
+    cancelled_by_event_hash text,
+    cancel_reason text
 );
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_action_data_check CHECK ((jsonb_typeof(action_data) = 'object'::text));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_attempts_check CHECK ((attempts >= 0));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_cancelled_by_event_hash_fkey FOREIGN KEY (cancelled_by_event_hash) REFERENCES events(hash);
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_cancelled_when CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL)));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_cascade_depth_check CHECK ((cascade_depth >= 0));
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_cascade_origin_event_hash_fkey FOREIGN KEY (cascade_origin_event_hash) REFERENCES events(hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_claim_has_lease CHECK (((status <> 'claimed'::text) OR ((claimed_by IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_token IS NOT NULL))));
@@ -118,7 +123,7 @@ ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_pkey PRIMAR
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_action_name_queued_by_event_has_key UNIQUE (process_id, action_name, queued_by_event_hash);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
 ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_queued_by_event_hash_fkey FOREIGN KEY (queued_by_event_hash) REFERENCES events(hash);
-ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'completed'::text, 'skipped'::text, 'failed'::text])));
+ALTER TABLE charter.automation_queue ADD CONSTRAINT automation_queue_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'completed'::text, 'skipped'::text, 'failed'::text, 'cancelled'::text])));
 CREATE INDEX automation_queue_by_time ON charter.automation_queue USING btree (queued_at, id);
 CREATE INDEX automation_queue_claimable ON charter.automation_queue USING btree (COALESCE(not_before, queued_at)) WHERE (status = 'pending'::text);
 CREATE INDEX automation_queue_leases ON charter.automation_queue USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
@@ -129,6 +134,7 @@ GRANT INSERT ON charter.automation_queue TO charter_engine;
 GRANT SELECT ON charter.automation_queue TO charter_engine;
 GRANT SELECT ON charter.automation_queue TO charter_reader;
 GRANT SELECT ON charter.automation_queue TO charter_worker;
+GRANT UPDATE (status, cancelled_at, cancelled_by_event_hash, cancel_reason) ON charter.automation_queue TO charter_engine;
 
 CREATE TABLE charter.automations (
     id uuid DEFAULT gen_random_uuid() NOT NULL,

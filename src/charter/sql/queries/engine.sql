@@ -88,6 +88,44 @@ SELECT 'queue', to_jsonb(q)
 FROM charter.automation_queue q
 WHERE q.process_id = %(process_id)s
 
+-- cancel_migrated_work --
+-- A migration's cancellations (docs/dsl.md, "Migration"), recorded as an action's
+-- `cancel` records them: the live schedules it lists, and every live scheduled action or
+-- queue row of the process whose action is not among the current definition's actions.
+-- One row back: the wake-up hints of the rows it cancelled, as apply_writes_v1 returns them.
+WITH scheduled AS (
+    UPDATE charter.scheduled_actions
+    SET status = 'cancelled', cancelled_at = coalesce(%(now)s::timestamptz, now()),
+        cancelled_by_event_hash = %(event_hash)s,
+        cancel_reason = CASE WHEN action_name = ANY (%(actions)s::text[])
+                             THEN %(listed_reason)s ELSE %(orphan_reason)s END
+    WHERE process_id = %(process_id)s
+      AND status IN ('active', 'claimed')
+      AND (schedule_id = ANY (%(schedule_ids)s::text[])
+           OR action_name <> ALL (%(actions)s::text[]))
+    RETURNING id, process_id, workflow_path, action_name, run_at
+), queued AS (
+    UPDATE charter.automation_queue
+    SET status = 'cancelled', cancelled_at = coalesce(%(now)s::timestamptz, now()),
+        cancelled_by_event_hash = %(event_hash)s, cancel_reason = %(orphan_reason)s
+    WHERE process_id = %(process_id)s
+      AND status IN ('pending', 'claimed')
+      AND action_name <> ALL (%(actions)s::text[])
+    RETURNING id, process_id, workflow_path, action_name
+)
+SELECT coalesce((SELECT jsonb_agg(jsonb_build_array('scheduled_actions_changed',
+                     jsonb_build_object('id', id, 'process_id', process_id,
+                         'workflow_path', workflow_path, 'action_name', action_name,
+                         'run_at', to_char(run_at AT TIME ZONE 'UTC',
+                                           'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                         'kind', 'scheduled_action', 'op', 'cancelled')::text))
+                 FROM scheduled), '[]'::jsonb)
+    || coalesce((SELECT jsonb_agg(jsonb_build_array('automation_queue_changed',
+                     jsonb_build_object('id', id, 'process_id', process_id,
+                         'workflow_path', workflow_path, 'action_name', action_name,
+                         'kind', 'auto_action', 'op', 'cancelled')::text))
+                 FROM queued), '[]'::jsonb)
+
 -- insert_definition --
 -- Store a definition under its content hash; nothing happens if it is already stored.
 INSERT INTO charter.workflow_definitions (version, definition, created_at)
