@@ -310,7 +310,7 @@ def test_bad_input_is_invalid_input(world: World, input_: JsonObject, says: str)
 def test_a_missing_process_is_refused_as_any_update_is(world: World) -> None:
     path = _path()
     world.deploy(path, V2)
-    ok = {"state": "ordered", "reason": "OPS-1"}
+    ok: JsonObject = {"state": "ordered", "reason": "OPS-1"}
     _refused(world, WrongState, lambda: _migrate(world, new_process_id(), None, path, ok))
     _refused(world, UnknownProcess, lambda: _migrate(world, new_process_id(), "a" * 64, path, ok))
 
@@ -326,8 +326,8 @@ def test_a_migrated_process_verifies_offline_from_its_bundle(
     pid, head = _shipped(world, path)
     world.deploy(path, V2)
     _migrate(world, pid, head, path, {"state": "delivered", "reason": "OPS-42"})
-    bundle = export_bundle(world.database, pid)
-    assert len(bundle["workflows"]) == 2  # type: ignore[arg-type]  # v1 and v2
+    bundle: Any = export_bundle(world.database, pid)
+    assert len(bundle["workflows"]) == 2  # v1 and v2
     assert verify_bundle(ijson.loads(json.dumps(bundle)), replay=True).ok
     file = tmp_path / "bundle.json"
     file.write_text(json.dumps(bundle))
@@ -341,7 +341,7 @@ def test_a_migrated_process_verifies_offline_from_its_bundle(
     assert "ok (3 events verified)" in result.stdout
 
     # The stored state is what the migration made it: another one is found by replay.
-    bundle["process"]["state"] = "shipped"  # type: ignore[index]
+    bundle["process"]["state"] = "shipped"
     file.write_text(json.dumps(bundle))
     result = CliRunner().invoke(cli_main.app, ["verify", "--bundle", str(file), "--json"])
     assert result.exit_code == 1

@@ -175,12 +175,26 @@ AUTOMATED_CHILD: JsonObject = {
         },
     },
 }
+MIGRATED_PATH = "tests/migrated"
+# A workflow whose `ops` may migrate its processes (the built-in `charter:migrate`).
+MIGRATED: JsonObject = {
+    "dsl": 2,
+    "states": ["open", "shipped", "delivered"],
+    "roles": ["clerk", "ops"],
+    "migration": {"role": "ops"},
+    "actions": {
+        "open": {"type": "create", "role": "clerk", "to": "open"},
+        "ship": {"role": "clerk", "from": "open", "to": "shipped"},
+        "deliver": {"role": "clerk", "from": "shipped", "to": "delivered"},
+    },
+}
 DEFINITIONS: dict[str, JsonObject] = {
     PARENT_PATH: PARENT,
     CHILD_PATH: CHILD,
     GRANDCHILD_PATH: GRANDCHILD,
     AUTOMATED_PATH: AUTOMATED,
     AUTOMATED_CHILD_PATH: AUTOMATED_CHILD,
+    MIGRATED_PATH: MIGRATED,
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charter.core.errors import InvalidWorkflow
+from charter.core.errors import InvalidWorkflow, UnknownAction
 from charter.core.jsontypes import JsonValue
 from charter.dsl.validate import Problem, load_workflow, validate_workflow
 
@@ -724,6 +724,65 @@ CASES = [
             )
         ],
     ),
+    # --- the migration block and the reserved prefix
+    Case(
+        "migration not an object",
+        put("/migration", ["clerk"]),
+        [("/migration", 'must be an object: {"role": [roles that may migrate processes]}')],
+    ),
+    Case(
+        "migration without role",
+        put("/migration", {}),
+        [("/migration", "missing required field 'role'")],
+    ),
+    Case(
+        "migration with another key",
+        put("/migration", {"role": "clerk", "states": ["open"]}),
+        [("/migration/states", "unknown field 'states'")],
+    ),
+    Case(
+        "migration of an unknown role",
+        put("/migration", {"role": ["clerk", "ops"]}),
+        [("/migration/role/1", "unknown role 'ops'")],
+    ),
+    Case(
+        "migration role empty",
+        put("/migration", {"role": []}),
+        [("/migration/role", "must be a role or a non-empty list of them")],
+    ),
+    Case(
+        "migration by AUTOMATION",
+        put("/migration", {"role": "AUTOMATION"}),
+        [
+            (
+                "/migration/role",
+                "the automation actor cannot migrate processes: AUTOMATION cannot be a "
+                "migration role",
+            )
+        ],
+    ),
+    Case(
+        "migration by AUTOMATION in a list",
+        put("/migration", {"role": ["clerk", "AUTOMATION"]}),
+        [
+            (
+                "/migration/role/1",
+                "the automation actor cannot migrate processes: AUTOMATION cannot be a "
+                "migration role",
+            )
+        ],
+    ),
+    Case(
+        "an action of the reserved prefix",
+        put(f"{A}/charter:migrate", {"type": "update", "role": "clerk", "from": "*"}),
+        [
+            (
+                f"{A}/charter:migrate",
+                "the 'charter:' prefix is reserved for Charter's built-in actions (such as "
+                "charter:migrate): give the action another name",
+            )
+        ],
+    ),
     Case(
         "meta.automation in auto data",
         put(f"{A}/expire/auto", {"data": {"meta": {"automation": "x"}}}),
@@ -779,6 +838,12 @@ VALID_VARIANTS: list[tuple[str, Edit]] = [
     ("boolean schema", put("/actions/start/input", True)),
     ("root $merge of a template", put("/actions/note/mutate", {"$merge": {"": "{{ input }}"}})),
     ("dsl with a description", put("/description", "a workflow")),
+    ("a migration block", put("/migration", {"role": ["clerk"]})),
+    ("a migration role as a string", put("/migration", {"role": "clerk"})),
+    (
+        "charter inside a name",
+        put("/actions/mycharter:x", {"role": "clerk", "from": "*", "to": "open"}),
+    ),
 ]
 
 
@@ -1017,3 +1082,18 @@ def test_any_value_anywhere_is_reported_not_raised(edits: list[tuple[str, JsonVa
 @given(JSON_VALUES)
 def test_any_document_is_reported_not_raised(doc: JsonValue) -> None:
     assert validate_workflow(doc)
+
+
+def test_a_migration_block_grants_the_built_in_action_and_nothing_else() -> None:
+    doc = base()
+    doc["migration"] = {"role": ["clerk"]}
+    workflow = load_workflow(doc)
+    action = workflow.action("charter:migrate")
+    assert (action.type, action.roles, action.from_states, action.to) == (
+        "update", ("clerk",), None, None,
+    )  # fmt: skip
+    assert workflow.is_migration(action)
+    assert "charter:migrate" not in workflow.actions  # never one of the workflow's own
+    assert action.input_schema["properties"]["state"]["enum"] == ["draft", "open", "closed"]  # type: ignore[index, call-overload]
+    with pytest.raises(UnknownAction, match="no `migration` block"):
+        load_workflow(base()).action("charter:migrate")
