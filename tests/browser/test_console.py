@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
+from charter.core.envelope import sign
+from charter.core.jsontypes import JsonObject
 from tests.browser.world import HOSTILE, LOOP, NOTES_DEFINITION, Seeded
+from tests.integration.apikit import Harness, new_id
 from tests.integration.world import ONBOARDING, onboarding_definition
 
 Site = tuple[str, Seeded]
@@ -79,6 +82,43 @@ def test_the_process_page_shows_the_chain_with_causes(page: Page, seeded: Site) 
     expect(timers).not_to_contain_text("screening-deadline")
     expect(timers.locator(".countdown")).to_have_text(re.compile(r"^(in .+|.+ ago)$"))
     expect(page.locator("#log-status")).to_have_count(0)  # this API has no log
+
+
+MIGRATING = "tests/migrating"
+MIGRATING_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["open", "done"],
+    "roles": ["clerk"],
+    "migration": {"role": "clerk"},
+    "actions": {
+        "create": {"type": "create", "role": "clerk", "to": "open"},
+        "finish": {"role": "clerk", "from": "open", "to": "done"},
+    },
+}
+
+
+def test_a_migration_shows_in_the_chain_with_its_ticket(
+    page: Page, stack: tuple[str, Seeded, Harness]
+) -> None:
+    base, data, h = stack
+    h.deploy(MIGRATING, MIGRATING_DEFINITION)
+    clerk = h.keys["clerk"]
+    process = new_id("migrated")
+    head = h.accept(sign(h.envelope(clerk, process, "create", workflow=MIGRATING), clerk))["hash"]
+    migration = {"state": "done", "reason": "OPS-5"}
+    h.accept(
+        sign(
+            h.envelope(clerk, process, "charter:migrate", migration, prev=str(head),
+                       workflow=MIGRATING),
+            clerk,
+        )
+    )  # fmt: skip
+    sign_in(page, base, data.admin, "/console/processes/" + process)
+    migrated = page.locator("#events li.event").nth(1)
+    expect(migrated.locator(".action")).to_have_text("charter:migrate")
+    expect(migrated.locator(".tag")).to_have_text("migration")
+    expect(migrated.locator(".cause")).to_have_text("migrated to done under OPS-5")
+    expect(page.locator("#state")).to_have_text("done")
 
 
 def test_parent_and_children_link_to_each_other(page: Page, seeded: Site) -> None:

@@ -31,3 +31,8 @@ def test_an_auto_action_names_the_queueing_event() -> None:
 
 def test_a_spawn_genesis_names_its_parent_event() -> None:
     assert provenance(_event({}, kind="spawn", cause=CAUSE)) == f"spawn ← {CAUSE[:12]}"
+
+
+def test_a_migration_names_its_ticket() -> None:
+    event = _event({"state": "delivered", "reason": "OPS-42"}, action="charter:migrate")
+    assert provenance(event) == "migration OPS-42"

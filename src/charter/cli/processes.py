@@ -13,6 +13,7 @@ from rich.text import Text
 
 from charter.cli import remote, tables, when
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.dsl.model import MIGRATE_ACTION
 
 app = typer.Typer(help="Processes: list and search.", no_args_is_help=True)
 
@@ -112,13 +113,15 @@ def history(process_id: ProcessId, as_json: JsonFlag = False) -> None:
 
 def provenance(event: JsonObject) -> str:
     """What caused an event: `scheduled_action ← <hash>`, `auto_action ← <hash>`,
-    `spawn ← <parent event>`, or empty for an actor's own event."""
+    `spawn ← <parent event>`, `migration <ticket>`, or empty for an actor's own event."""
     envelope = event.get("envelope")
     if not isinstance(envelope, dict):
         return ""
     if event.get("kind") == "spawn":
         return f"spawn ← {remote.short(envelope.get('cause'))}"
     input_ = envelope.get("input")
+    if envelope.get("action") == MIGRATE_ACTION and isinstance(input_, dict):
+        return f"migration {input_.get('reason')}"
     meta = input_.get("meta") if isinstance(input_, dict) else None
     automation = meta.get("automation") if isinstance(meta, dict) else None
     if not isinstance(automation, dict):

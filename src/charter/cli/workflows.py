@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import remote
+from charter.cli import migrate, remote
 from charter.core import ijson
 from charter.core.errors import InvalidWorkflow, Malformed
 from charter.dsl.canonical import version_hash
@@ -19,6 +19,7 @@ from charter.dsl.lint import workflow_warnings
 from charter.dsl.validate import load_workflow, validate_workflow
 
 app = typer.Typer(help="Workflow definitions (DSL v2).", no_args_is_help=True)
+app.command("migrate")(migrate.migrate)
 
 EXIT_PROBLEMS = 1
 EXIT_UNREADABLE = 2

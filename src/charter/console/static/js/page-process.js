@@ -13,6 +13,7 @@ import { actSection } from "./act.js";
 import { logSection } from "./log-status.js";
 
 const POLL_MS = 5000;
+const MIGRATE = "charter:migrate"; // the built-in action of a workflow with a `migration` block
 
 export function processPage(id) {
   let shownSeq = null;
@@ -166,6 +167,7 @@ function renderEvent(process, event, bySeq) {
       h("span", { class: "seq" }, "#" + event.seq),
       h("strong", { class: "action" }, String(envelope.action ?? "")),
       event.kind === "spawn" ? h("span", { class: "tag" }, "spawned") : null,
+      envelope.action === MIGRATE ? h("span", { class: "tag" }, "migration") : null,
       provenance ? h("span", { class: "tag auto" }, provenance.kind === "scheduled_action" ? "scheduled" : "automatic") : null,
       h("span", { class: "verdict-mark" })),
     h("div", { class: "event-meta" },
@@ -191,6 +193,11 @@ function cause(process, envelope, provenance, bySeq) {
   if (envelope.cause) {
     return h("p", { class: "cause" }, "spawned by event ", h("code", { title: envelope.cause }, shortHash(envelope.cause)),
       process.parent ? [" of ", link(paths.process(process.parent), process.parent)] : null);
+  }
+  if (envelope.action === MIGRATE) {
+    // An operator's governed migration: the ticket it was made under, and where it went.
+    return h("p", { class: "cause" }, "migrated to ", h("code", {}, String(envelope.input?.state ?? "")),
+      " under ", h("code", {}, String(envelope.input?.reason ?? "")));
   }
   if (!provenance || typeof provenance !== "object") return null;
   const scheduled = provenance.kind === "scheduled_action";
