@@ -105,7 +105,7 @@ def test_a_migration_shows_in_the_chain_with_its_ticket(
     clerk = h.keys["clerk"]
     process = new_id("migrated")
     head = h.accept(sign(h.envelope(clerk, process, "create", workflow=MIGRATING), clerk))["hash"]
-    migration = {"state": "done", "reason": "OPS-5"}
+    migration: JsonObject = {"state": "done", "reason": "OPS-5"}
     h.accept(
         sign(
             h.envelope(clerk, process, "charter:migrate", migration, prev=str(head),

@@ -159,8 +159,8 @@ def test_a_dry_run_changes_nothing_then_the_migration_moves_every_process(
     [event] = [e for e in Reads(h.database).events(shipped[0]) if e.seq == 3]
     assert event.envelope["action"] == "charter:migrate"
     assert event.envelope["input"] == {"state": "delivered", "reason": "OPS-9"}
-    automation = h.client().process_automation(shipped[0]).raw["scheduled"]
-    assert [(r["schedule_id"], r["status"]) for r in automation] == [("chase", "cancelled")]  # type: ignore[index, union-attr]
+    scheduled = h.client().process_automation(shipped[0]).scheduled
+    assert [(r["schedule_id"], r["status"]) for r in scheduled] == [("chase", "cancelled")]
 
     # The migration shows in the history with its reason.
     history = cli("history", shipped[0])

@@ -24,6 +24,7 @@ from charter.cli.migrating import (
     plan_state_moves,
 )
 from charter.core.ed25519 import read_secret_key_file
+from charter.core.jsontypes import JsonValue
 
 EXIT_FAILED = 1
 
@@ -106,7 +107,7 @@ def migrate(
 
 def _show_plan(path: str, moves: list[Move], as_json: bool) -> None:
     if as_json:
-        plan = [{"process": p.id, "from": p.state, "to": to} for p, to in moves]
+        plan: list[JsonValue] = [{"process": p.id, "from": p.state, "to": to} for p, to in moves]
         remote.print_json({"dry_run": True, "workflow": path, "moves": plan})
         return
     table = Table("process", "from", "to", title=f"would migrate ({path})", title_justify="left")
