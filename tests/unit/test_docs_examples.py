@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from pathlib import Path
 
@@ -34,7 +35,10 @@ def expected_table(after: str) -> list[Problem] | None:
     lines = after.lstrip("\n").splitlines()
     if not lines or lines[0] != "gives":
         return None
-    rows = [ROW.match(line) for line in lines[1:] if line.startswith("| `")]
+    # The table right after "gives", up to the first line that is not one of its rows.
+    rest = itertools.dropwhile(lambda line: not line.strip(), lines[1:])
+    table = itertools.takewhile(lambda line: line.startswith("|"), rest)
+    rows = [ROW.match(line) for line in table if line.startswith("| `")]
     return [Problem(m["pointer"], html.unescape(m["message"])) for m in rows if m]
 
 
