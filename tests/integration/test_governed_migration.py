@@ -28,6 +28,7 @@ from charter.core.errors import (
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database, Role
 from charter.engine.reads import Reads
+from charter.firing.outcomes import Outcome
 from tests.integration.world import World, new_process_id, table_snapshot
 
 MIGRATE = "charter:migrate"
@@ -78,6 +79,7 @@ V2: JsonObject = {
         },
         "deliver": {"role": "clerk", "from": "ordered", "to": "delivered"},
         "remind": {"type": "update", "role": "AUTOMATION", "from": "*"},
+        "survey": {"type": "update", "role": "AUTOMATION", "from": "delivered", "auto": True},
         "close": {"role": "clerk", "from": "*", "to": "closed"},
     },
 }
@@ -161,14 +163,19 @@ def test_a_process_leaves_a_state_the_new_definition_dropped(world: World) -> No
         "schedule:chase": ("cancelled", migrated.hash, orphaned),
         "queue:audit@order": ("cancelled", migrated.hash, orphaned),
         "queue:audit@ship": ("cancelled", migrated.hash, orphaned),
+        # As after any event, what is automatic in the new state is queued.
+        "queue:survey@charter:migrate": ("pending", None, None),
     }
     [event] = [e for e in Reads(world.database).events(pid) if e.seq == 3]
     assert (event.envelope["action"], event.workflow_version) == (MIGRATE, v2)
     assert event.envelope["input"] == {"state": "delivered", "reason": "OPS-42"}
     assert (event.actor_id, event.actor_roles) == ("olga", ("ops",))
 
-    # The process goes on under v2 as any other.
-    closed = world.submit("cleo", "close", pid, migrated.hash, workflow=path)
+    # The process goes on under v2 as any other; the queued survey fires, caused by the
+    # migration, and its provenance verifies.
+    fired = world.fire_queued(pid, "survey")
+    assert fired.outcome is Outcome.ACCEPTED, fired
+    closed = world.submit("cleo", "close", pid, fired.event_hash, workflow=path)
     assert closed.process.state == "closed"
     for replay in (False, True):
         report = verify_process(world.database, pid, replay=replay)
@@ -219,10 +226,11 @@ def test_the_cancelled_work_wakes_the_listeners(world: World) -> None:
         hints = [
             (n.channel, json.loads(n.payload)) for n in listener.notifies(timeout=2, stop_after=5)
         ]
-    cancelled = sorted((c, p["action_name"], p["op"]) for c, p in hints if p["process_id"] == pid)
-    assert cancelled == [
+    said = sorted((c, p["action_name"], p.get("op")) for c, p in hints if p["process_id"] == pid)
+    assert said == [
         ("automation_queue_changed", "audit", "cancelled"),
         ("automation_queue_changed", "audit", "cancelled"),
+        ("automation_queue_changed", "survey", None),  # queued in the new state
         ("scheduled_actions_changed", "chase", "cancelled"),
         ("scheduled_actions_changed", "expire", "cancelled"),
     ]
