@@ -133,3 +133,65 @@ def test_errors_are_one_line_and_bodies_over_2_mib_are_413(server: Server) -> No
 
     metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
     assert 'charter_events_rejected_total{code="too_large"} 2.0' in metrics
+
+
+SHOP = "tests/shop"
+SHOP_V1 = {
+    "dsl": 2,
+    "states": ["ordered", "shipped"],
+    "roles": ["clerk"],
+    "actions": {
+        "order": {"type": "create", "role": "clerk", "to": "ordered"},
+        "ship": {"role": "clerk", "from": "ordered", "to": "shipped"},
+    },
+}
+SHOP_V2 = {
+    "dsl": 2,
+    "states": ["ordered", "delivered"],
+    "roles": ["clerk", "ops"],
+    "migration": {"role": "ops"},
+    "actions": {
+        "order": {"type": "create", "role": "clerk", "to": "ordered"},
+        "deliver": {"role": "clerk", "from": "ordered", "to": "delivered"},
+    },
+}
+
+
+def test_an_operator_migrates_processes_a_new_revision_left_behind(
+    server: Server, tmp_path: Path
+) -> None:
+    token = _ok(run_charter("tokens", "create", "--scope", "*", "--name", "ops", env=server.env))
+    env = {**server.env, "CHARTER_TOKEN": token.strip(), "COLUMNS": "200"}
+    for who, role in (("cleo", "clerk"), ("olga", "ops")):
+        key = str(tmp_path / f"{who}.key")
+        _ok(run_charter("keys", "new", "--out", key, env=env))
+        _ok(run_charter("actors", "add", who, "--key-file", key, "--role", role, env=env))
+    for version, definition in (("v1", SHOP_V1), ("v2", SHOP_V2)):
+        (tmp_path / f"{version}.json").write_text(json.dumps(definition))
+    _ok(run_charter("workflows", "deploy", SHOP, str(tmp_path / "v1.json"), env=env))
+    clerk = ["--key-file", str(tmp_path / "cleo.key"), "--workflow", SHOP]
+    for pid in ("order-1", "order-2"):
+        _ok(run_charter("submit", *clerk, "--process", pid, "--action", "order", env=env))
+        _ok(run_charter("submit", *clerk, "--process", pid, "--action", "ship", env=env))
+    _ok(run_charter("workflows", "deploy", SHOP, str(tmp_path / "v2.json"), env=env))
+
+    migrate = ["workflows", "migrate", SHOP, "--map", "shipped=delivered", "--reason", "OPS-77"]
+    plan = _ok(run_charter(*migrate, "--dry-run", env=env))
+    assert "dry run: 2 process(es) would move; nothing was changed" in plan
+    shown = json.loads(_ok(run_charter("show", "order-1", "--json", env=env)))
+    assert shown["state"] == "shipped"
+
+    done = _ok(run_charter(*migrate, "--key-file", str(tmp_path / "olga.key"), env=env))
+    assert "2 migrated, 0 skipped, 0 failed" in done
+    for pid in ("order-1", "order-2"):
+        assert json.loads(_ok(run_charter("show", pid, "--json", env=env)))["state"] == "delivered"
+    history = _ok(run_charter("history", "order-1", env=env))
+    assert "charter:migrate" in history
+    assert "migration OPS-77" in history
+    assert "ok (3 events verified)" in _ok(run_charter("verify", "order-1", "--replay", env=env))
+    bundle = tmp_path / "order-1.json"
+    bundle.write_text(_ok(run_charter("export", "order-1", env=env)))
+    offline = {**env, "CHARTER_DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none"}
+    assert "ok (3 events verified)" in _ok(
+        run_charter("verify", "--bundle", str(bundle), env=offline)
+    )

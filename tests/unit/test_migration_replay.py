@@ -76,3 +76,12 @@ def test_a_migration_recorded_for_an_actor_without_the_role_is_rejected() -> Non
     report = verify_bundle(bundle, replay=True)
     assert [(p.seq, p.code) for p in report.problems] == [(3, "replay_rejected")]
     assert "forbidden_role" in report.problems[0].message
+
+
+def test_a_migration_recorded_as_the_automation_actor_s_is_rejected() -> None:
+    """Even with a migration role recorded, the automation actor never migrates."""
+    bundle = _migrated_bundle()
+    bundle["events"][2]["actor_id"] = "automation"
+    report = verify_bundle(bundle, replay=True)
+    assert (3, "replay_rejected") in {(p.seq, p.code) for p in report.problems}
+    assert any("never signs 'charter:migrate'" in p.message for p in report.problems)
