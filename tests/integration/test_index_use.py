@@ -65,3 +65,12 @@ def test_an_id_prefix_is_read_through_the_prefix_index(conn: Conn, q: str) -> No
     # The whole of `q`, underscores included, bounds the index range.
     upper = q[:-1] + chr(ord(q[-1]) + 1)
     assert f"((id ~>=~ '{q}'::text) AND (id ~<~ '{upper}'::text))" in plan, plan
+
+
+def test_a_migration_finds_its_process_s_work_through_an_index(conn: Conn) -> None:
+    params = {
+        "process_id": "p-1", "actions": ["a"], "schedule_ids": ["s"], "event_hash": "0" * 64,
+        "listed_reason": "r", "orphan_reason": "r", "now": None,
+    }  # fmt: skip
+    plan = _plan(conn, "cancel_migrated_work", params)
+    assert "Seq Scan" not in plan, plan
