@@ -237,6 +237,24 @@ def test_the_cancelled_work_wakes_the_listeners(world: World) -> None:
     assert migrated.seq == 3
 
 
+def test_a_migration_is_queued_for_the_transparency_log_as_every_event_is(
+    world: World,
+) -> None:
+    with world.database.connection(Role.SEQUENCER) as conn, conn.transaction():
+        conn.execute("SELECT charter.enable_log_queue_v1()")  # what a log's sequencer does
+    path = _path()
+    world.deploy(path, V1)
+    pid, head = _shipped(world, path)
+    world.deploy(path, V2)
+    migrated = _migrate(world, pid, head, path, {"state": "delivered", "reason": "OPS-5"})
+    queued = _rows(
+        world.database,
+        "SELECT seq, prev_hash FROM charter.log_pending WHERE event_hash = %s",
+        migrated.hash,
+    )
+    assert queued == [(3, head)]
+
+
 # --- refusals: each changes nothing --------------------------------------------------
 
 
