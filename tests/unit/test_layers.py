@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("db", "dsl", "sdk", "apidocs"),
     ("engine", "tlog", "auth", "demo"),
     ("audit", "firing", "automations", "operator", "witness"),
-    ("api", "machine"),
+    ("api", "machine", "testing"),
     ("cli",),
     ("__main__",),
 )
@@ -162,8 +162,21 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
+# Scenario tests (docs/testing.md) are a tool for people who test workflows: Charter itself
+# never stands on them, so only the command line may import the package.
+TESTING_IMPORTERS = frozenset({"cli", "testing"})
+
+
+def test_only_the_command_line_imports_the_scenario_tests() -> None:
+    importers = {importer for importer, imported in PACKAGE_EDGES if imported == "testing"}
+    assert importers, "the command line runs scenario files"
+    assert importers <= TESTING_IMPORTERS
+
+
 # The packages whose modules never run SQL of their own: they call the stores below.
-WITHOUT_SQL = ("api", "cli", "sdk", "machine", "dsl", "core", "witness", "demo", "apidocs")
+WITHOUT_SQL = (
+    "api", "cli", "sdk", "machine", "dsl", "core", "witness", "demo", "apidocs", "testing",
+)  # fmt: skip
 
 
 def test_routes_commands_and_clients_run_no_sql_of_their_own() -> None:

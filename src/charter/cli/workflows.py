@@ -94,6 +94,52 @@ def _validated(path: Path) -> dict[str, object]:
     }  # fmt: skip
 
 
+@app.command("test")
+def test(
+    specs: Annotated[
+        list[Path],
+        typer.Argument(metavar="SPEC", help="Scenario files (JSON); each names its workflow file."),
+    ],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print a JSON report: each scenario's status, failed step, process, "
+            "virtual start and end, events and wall time; or the problems of malformed files.",
+        ),
+    ] = False,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            metavar="URL",
+            envvar="CHARTER_TEST_ADMIN_URL",
+            help="A PostgreSQL superuser URL: a scratch database is created on that server, "
+            "migrated, and dropped afterwards (also on failure or Ctrl-C). Default: a "
+            "throwaway embedded PostgreSQL in a temporary directory.",
+        ),
+    ] = None,
+) -> None:
+    """Run scenario files against the real engine and automation worker, in virtual time.
+
+    A scenario file names a workflow file (relative to itself), a start time, actors with
+    their roles and steps: "act" (an actor signs an action; "expect_error" names the code
+    it must be refused with), "advance" (move the clock by a duration such as 48h; every
+    timer due on the way fires at its own time) and "expect" (state, data as a subset,
+    timers, queue, events, last_error). After every step the automation worker fires
+    whatever is due, as the automation actor. docs/testing.md describes every key.
+
+    All files run in one scratch database, each with processes of its own. Prints PASS or
+    FAIL (with the step, from 1, and what was expected and found) per file and a count.
+    Exit 0 when every scenario passes, 1 when one fails, 2 when a file is malformed (an
+    unknown key, a wrong type, an unknown actor: each problem with the file and its JSON
+    pointer), in which case nothing runs.
+    """
+    from charter.cli import scenarios  # the engine and the worker only for this command
+
+    raise typer.Exit(scenarios.run(specs, as_json=as_json, admin_url=database))
+
+
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
