@@ -10,6 +10,6 @@ Only the command line imports this package: nothing of Charter itself stands on 
 
 from charter.testing.expectations import Expectation
 from charter.testing.sandbox import ScenarioDatabase, ScenarioError
-from charter.testing.scenario import Scenario
+from charter.testing.scenario import Scenario, ScenarioFactory
 
-__all__ = ["Expectation", "Scenario", "ScenarioDatabase", "ScenarioError"]
+__all__ = ["Expectation", "Scenario", "ScenarioDatabase", "ScenarioError", "ScenarioFactory"]

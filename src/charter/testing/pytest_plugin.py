@@ -20,28 +20,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
 
 import pytest
 
 from charter.testing.sandbox import ScenarioDatabase
-from charter.testing.scenario import DEFAULT_START, Definition, Scenario
+from charter.testing.scenario import DEFAULT_START, Definition, Scenario, ScenarioFactory
 
 ADMIN_URL_VARIABLE = "CHARTER_TEST_ADMIN_URL"
-
-
-class ScenarioFactory(Protocol):
-    """What the `charter_scenario` fixture is: `Scenario`'s arguments, its database given."""
-
-    def __call__(
-        self,
-        definition: Definition,
-        *,
-        actors: Mapping[str, Sequence[str]],
-        start: datetime | str = DEFAULT_START,
-        workflows: Mapping[str, Definition] | None = None,
-        process: str | None = None,
-    ) -> Scenario: ...
 
 
 @pytest.fixture(scope="session")

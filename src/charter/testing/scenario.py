@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import cast
+from typing import Protocol, cast
 
 from charter.core import ijson
 from charter.core.clock import FakeClock
@@ -289,6 +289,20 @@ class Scenario:
 
     def _process(self, process: str | None) -> ProcessView:
         return self.reads.process(process or self.process_id)
+
+
+class ScenarioFactory(Protocol):
+    """What the `charter_scenario` fixture is: `Scenario`'s arguments, its database given."""
+
+    def __call__(
+        self,
+        definition: Definition,
+        *,
+        actors: Mapping[str, Sequence[str]],
+        start: datetime | str = DEFAULT_START,
+        workflows: Mapping[str, Definition] | None = None,
+        process: str | None = None,
+    ) -> Scenario: ...
 
 
 _LIVE = frozenset({"active", "claimed"})

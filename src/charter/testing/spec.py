@@ -29,6 +29,8 @@ ACT_KEYS = frozenset({"act", "action", "input", "process", "expect_error"})
 EXPECT_KEYS = frozenset({"process", "state", "data", "timers", "queue", "events", "last_error"})
 STEP_KINDS = ("act", "advance", "expect")
 
+Declared = dict[str, tuple[str, ...]]  # actor id → roles
+
 
 @dataclass(frozen=True, order=True)
 class SpecProblem:
@@ -89,7 +91,7 @@ class Spec:
     workflow: WorkflowFile
     workflows: dict[str, WorkflowFile]
     start: datetime | None
-    actors: dict[str, tuple[str, ...]]
+    actors: Declared
     process: str | None
     description: str | None
     steps: tuple[Step, ...]
@@ -115,7 +117,7 @@ def load_spec(path: Path, label: str | None = None) -> Spec:
     except OSError as exc:
         raise SpecError([reader.problem("", f"cannot read: {exc.strerror or exc}")]) from None
     except Malformed as exc:
-        raise SpecError([reader.problem("", f"not I-JSON: {exc.message}")]) from None
+        raise SpecError([reader.problem("", exc.message)]) from None
     spec = reader.spec(doc, path.parent)
     if reader.problems or spec is None:
         raise SpecError(sorted(reader.problems))
@@ -182,7 +184,7 @@ class _Reader:
             workflow=workflow,
             workflows={path: found for path, found in workflows.items() if found is not None},
             start=start,
-            actors=actors,
+            actors=actors or {},
             process=process,
             description=description,
             steps=tuple(steps),
@@ -199,7 +201,7 @@ class _Reader:
             self.problem(pointer, f"cannot read {name}: {exc.strerror or exc}")
             return None
         except Malformed as exc:
-            self.problem(pointer, f"{name} is not I-JSON: {exc.message}")
+            self.problem(pointer, f"{name}: {exc.message}")
             return None
         problems = validate_workflow(definition)
         for found in problems:
@@ -223,11 +225,12 @@ class _Reader:
             found[path] = self._workflow_file(file, pointer, base)
         return found
 
-    def _actors(self, value: JsonValue, roles: set[str] | None) -> dict[str, tuple[str, ...]]:
+    def _actors(self, value: JsonValue, roles: set[str] | None) -> Declared | None:
+        """The declared actors; None when /actors is no object (steps cannot be checked)."""
         if not isinstance(value, dict):
             self.problem("/actors", "must be an object: actor id → list of roles")
-            return {}
-        actors: dict[str, tuple[str, ...]] = {}
+            return None
+        actors: Declared = {}
         for actor, held in value.items():
             pointer = f"/actors/{_escape(actor)}"
             if not identifiers.PRINCIPAL.fullmatch(actor):
@@ -237,6 +240,7 @@ class _Reader:
                              "timers and automatic actions")  # fmt: skip
             if not isinstance(held, list):
                 self.problem(pointer, "must be a list of roles")
+                actors[actor] = ()  # declared all the same: its steps are not unknown
                 continue
             for index, role in enumerate(held):
                 at = f"{pointer}/{index}"
@@ -264,7 +268,7 @@ class _Reader:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def _steps(self, value: JsonValue, actors: dict[str, tuple[str, ...]]) -> list[Step]:
+    def _steps(self, value: JsonValue, actors: Declared | None) -> list[Step]:
         if not isinstance(value, list) or not value:
             self.problem("/steps", "must be a non-empty list of steps")
             return []
@@ -275,9 +279,7 @@ class _Reader:
                 steps.append(step)
         return steps
 
-    def _step(
-        self, item: JsonValue, pointer: str, actors: dict[str, tuple[str, ...]]
-    ) -> Step | None:
+    def _step(self, item: JsonValue, pointer: str, actors: Declared | None) -> Step | None:
         if not isinstance(item, dict):
             self.problem(pointer, 'a step is an object with "act", "advance" or "expect"')
             return None
@@ -293,14 +295,12 @@ class _Reader:
         }
         return readers[kinds[0]](item, pointer)
 
-    def _act(
-        self, step: JsonObject, pointer: str, actors: dict[str, tuple[str, ...]]
-    ) -> Act | None:
+    def _act(self, step: JsonObject, pointer: str, actors: Declared | None) -> Act | None:
         self._keys(step, pointer, ACT_KEYS, required=("act", "action"))
         actor = None
         if "act" in step:
             actor = self._string(step["act"], f"{pointer}/act", "the id of a declared actor")
-        if actor is not None and actor not in actors:
+        if actor is not None and actors is not None and actor not in actors:
             self.problem(f"{pointer}/act", f"unknown actor {actor!r}: /actors declares "
                          f"{sorted(actors)}")  # fmt: skip
         action = self._name(step["action"], f"{pointer}/action") if "action" in step else None
