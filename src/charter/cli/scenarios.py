@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -33,8 +34,12 @@ def run(files: list[Path], *, as_json: bool, admin_url: str | None) -> int:
     if problems:
         _malformed(problems, as_json)
         return EXIT_MALFORMED
-    with _terminated_as_interrupt(), ScenarioDatabase.scratch(admin_url) as database:
-        results = run_specs(specs, database)
+    try:
+        with _interruptible() as interrupted, ScenarioDatabase.scratch(admin_url) as database:
+            results = run_specs(specs, database, interrupted)
+    except KeyboardInterrupt:
+        typer.echo("interrupted: the scratch database was dropped", err=True)
+        raise
     _report(results, as_json)
     return EXIT_FAILED if any(not result.passed for result in results) else 0
 
@@ -65,15 +70,21 @@ def _report(results: list[ScenarioResult], as_json: bool) -> None:
 
 
 @contextmanager
-def _terminated_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the run as Ctrl-C does, so the scratch database is dropped on the
-    way out either way."""
+def _interruptible() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C and SIGTERM ask the run to stop; it does so between two of the worker's
+    transactions (an interrupt raised in the middle of one would leave its connection
+    broken), then drops the scratch database on the way out. A second signal stops at
+    once."""
+    asked = threading.Event()
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if asked.is_set():
+            raise KeyboardInterrupt
+        asked.set()
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sent: signal.signal(sent, stop) for sent in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield asked.is_set
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sent, handler in previous.items():
+            signal.signal(sent, handler)

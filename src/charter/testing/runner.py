@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,11 +69,22 @@ class ScenarioResult:
         }
 
 
-def run_specs(specs: Iterable[Spec], database: ScenarioDatabase) -> list[ScenarioResult]:
-    return [run_spec(spec, database) for spec in specs]
+def run_specs(
+    specs: Iterable[Spec],
+    database: ScenarioDatabase,
+    interrupted: Callable[[], bool] = lambda: False,
+) -> list[ScenarioResult]:
+    """Run the files one after the other; `interrupted()` True stops the run (between two
+    steps, or two of the worker's transactions) with KeyboardInterrupt."""
+    results: list[ScenarioResult] = []
+    for spec in specs:
+        results.append(run_spec(spec, database, interrupted))
+    return results
 
 
-def run_spec(spec: Spec, database: ScenarioDatabase) -> ScenarioResult:
+def run_spec(
+    spec: Spec, database: ScenarioDatabase, interrupted: Callable[[], bool] = lambda: False
+) -> ScenarioResult:
     """Run one scenario file's steps in `database`; the result, passed or failed."""
     result = ScenarioResult(spec.file, len(spec.steps))
     started = time.perf_counter()
@@ -85,11 +96,14 @@ def run_spec(spec: Spec, database: ScenarioDatabase) -> ScenarioResult:
         database=database,
         workflows={path: found.file for path, found in spec.workflows.items()},
         process=spec.process or f"{name}-{secrets.token_hex(4)}",
+        interrupted=interrupted,
     )
     result.process = scenario.process_id
     result.started = format_rfc3339(scenario.now)
     try:
         for number, step in enumerate(spec.steps, 1):
+            if interrupted():
+                raise KeyboardInterrupt
             result.ran = number
             problem = _run_step(scenario, step)
             if problem is not None:

@@ -18,7 +18,7 @@ it happens to be due at a time this scenario visits.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -70,8 +70,12 @@ class Scenario:
         database: ScenarioDatabase | None = None,
         workflows: Mapping[str, Definition] | None = None,
         process: str | None = None,
+        interrupted: Callable[[], bool] = lambda: False,
     ) -> None:
         self._stack = ExitStack()
+        # Asked between the worker's transactions (and between the rows of one, which
+        # then commits what it fired): True ends the step with KeyboardInterrupt.
+        self.interrupted = interrupted
         main_name, main = _load(definition)
         extra = {path: _load(value)[1] for path, value in (workflows or {}).items()}
         _check_actors(actors)
@@ -235,7 +239,10 @@ class Scenario:
     def _drain(self, fired: int) -> int:
         """Run the worker's pass at the current time until it finds nothing due."""
         while True:
-            batch = self.firer.fire_due()
+            if self.interrupted():
+                # Between two of the worker's transactions: nothing is half done.
+                raise KeyboardInterrupt
+            batch = self.firer.fire_due(self.interrupted)
             fired += len(batch.results)
             if batch.claimed == 0:
                 return fired
