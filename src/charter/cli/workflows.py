@@ -95,7 +95,7 @@ def _validated(path: Path) -> dict[str, object]:
 
 
 @app.command("test")
-def test(
+def run_scenarios(
     specs: Annotated[
         list[Path],
         typer.Argument(metavar="SPEC", help="Scenario files (JSON); each names its workflow file."),
