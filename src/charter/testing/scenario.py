@@ -225,33 +225,29 @@ class Scenario:
     # --- the worker ----------------------------------------------------------------------
 
     def _settle(self, until: datetime) -> None:
-        """Fire what is due up to `until`, one due time after the other; end at `until`."""
-        fired = self._drain(0)
-        while (due := self._next_due()) is not None and due <= until:
-            if due <= self.clock.now():
-                raise ScenarioError(f"work due at {format_rfc3339(due)} did not fire")
-            self.clock.set(due)
-            fired = self._drain(fired)
-        if until > self.clock.now():
-            self.clock.set(until)
-            self._drain(fired)
+        """Fire what is due up to `until`, one due time after the other; end at `until`.
 
-    def _drain(self, fired: int) -> int:
-        """Run the worker's pass at the current time until it finds nothing due."""
-        while True:
+        The worker's pass runs whenever this scenario's processes have work due at the
+        current time, and the clock moves to the next due time only once they have none."""
+        fired = 0
+        while (due := self._next_due()) is not None and due <= until:
+            if due > self.clock.now():
+                self.clock.set(due)
             if self.interrupted():
                 # Between two of the worker's transactions: nothing is half done.
                 raise KeyboardInterrupt
             batch = self.firer.fire_due(self.interrupted)
-            fired += len(batch.results)
             if batch.claimed == 0:
-                return fired
+                raise ScenarioError(f"work due at {format_rfc3339(due)} did not fire")
+            fired += len(batch.results)
             if fired > MAX_FIRES_PER_STEP:
                 raise ScenarioError(
                     f"more than {MAX_FIRES_PER_STEP} automated events in one step (the "
                     f"virtual time is {format_rfc3339(self.clock.now())}): a schedule "
                     "that repeats too often, or automatic actions that never stop?"
                 )
+        if until > self.clock.now():
+            self.clock.set(until)
 
     def _next_due(self) -> datetime | None:
         """The earliest time work of this scenario's processes is due, if any."""
