@@ -167,7 +167,7 @@ def test_a_passing_scenario_reports_its_run(
          'expected state "draft", got "screening_started"; '
          "expected 1 events, got 3: [open, submit_onboarding, start_screening]"),
         ({"process": "elsewhere", "state": "draft"},
-         "process 'elsewhere': expected process 'elsewhere', got none"),
+         "process 'elsewhere': expected the process to exist, got no such process"),
     ],
 )  # fmt: skip
 def test_each_failed_expectation_names_the_step_and_the_difference(
@@ -267,7 +267,7 @@ def test_spawned_children_and_other_processes_are_named(
 ) -> None:
     (tmp_path / "parent.json").write_text(json.dumps(PARENT))
     (tmp_path / "kyc.json").write_text(json.dumps(KYC))
-    doc = {
+    doc: dict[str, Any] = {
         "workflow": "parent.json",
         "workflows": {"tests/kyc": "kyc.json"},
         "process": "case-1",
@@ -288,6 +288,14 @@ def test_spawned_children_and_other_processes_are_named(
     assert result.line() == f"PASS {path}"
     assert result.process == "case-1"
     assert result.events == {"case-1": 1, "case-1-kyc": 2, "case-2": 1, "case-2-kyc": 1}
+    doc["process"] = "case-3"
+    doc["steps"] = [doc["steps"][0], {"expect": {"process": "case-3-kyc", "state": "cleared"}}]
+    path.write_text(json.dumps(doc))
+    failed = run_spec(load_spec(path, "family.scenario.json"), scenarios)
+    assert failed.line() == (
+        "FAIL family.scenario.json: step 2: process 'case-3-kyc': "
+        'expected state "cleared", got "pending"'
+    )
 
 
 def test_a_process_of_another_scenario_is_not_touched(

@@ -125,8 +125,7 @@ def _run_step(scenario: Scenario, step: Step) -> str | None:
             scenario.advance(step.delta)
             return None
         found = scenario.check(step.expectation)
-        where = f"process {step.expectation.process!r}: " if step.expectation.process else ""
-        return where + "; ".join(found) if found else None
+        return "; ".join(found) if found else None
     except ScenarioError as exc:
         return str(exc)
 

@@ -79,23 +79,27 @@ class Scenario:
         main_name, main = _load(definition)
         extra = {path: _load(value)[1] for path, value in (workflows or {}).items()}
         _check_actors(actors)
+        self.clock = FakeClock(_start(start))
         if database is None:
             database = self._stack.enter_context(ScenarioDatabase.scratch())
         self.database = database
-        self.clock = FakeClock(_start(start))
         self.engine = Engine(database.database, clock=self.clock)
         self.reads = Reads(database.database)
         self.firer = Firer(
             database.database, self.engine, database.automation_key, WORKER_ID, self.clock
         )
-        for path, value in extra.items():
-            database.deploy(path, value)
         # A main workflow that `workflows` also names is deployed there only (a workflow
         # that spawns processes of its own kind needs its path known).
         named = [path for path, value in extra.items() if value == main]
         self.workflow_path = named[0] if named else derived_path(main_name, main)
-        database.deploy(self.workflow_path, main)
-        self.keys: dict[str, SecretKey] = database.actors(actors)
+        try:
+            for path, value in extra.items():
+                database.deploy(path, value)
+            database.deploy(self.workflow_path, main)
+            self.keys: dict[str, SecretKey] = database.actors(actors)
+        except BaseException:
+            self._stack.close()  # a scratch database of our own goes with us
+            raise
         self.process_id = process or f"{slug(main_name)}-{secrets.token_hex(4)}"
         self.last_error: str | None = None
         self._roots: list[str] = []  # the processes this scenario's steps created
@@ -208,12 +212,14 @@ class Scenario:
         )
 
     def check(self, expectation: Expectation) -> list[str]:
-        """How the process differs from `expectation`, one sentence each; [] if it holds."""
+        """How the process differs from `expectation`, one sentence each; [] if it holds.
+        A process named by the expectation is named in each sentence."""
+        where = f"process {expectation.process!r}: " if expectation.process else ""
         try:
             observed = self.observe(expectation.process)
         except UnknownProcess:
-            return [f"expected process {expectation.process or self.process_id!r}, got none"]
-        return mismatches(expectation, observed)
+            return [f"{where}expected the process to exist, got no such process"]
+        return [where + found for found in mismatches(expectation, observed)]
 
     def expect(self, expectation: Expectation | None = None, **fields: object) -> None:
         """Assert an expectation (or its fields as keywords: `state="escalated"`)."""
