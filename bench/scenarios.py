@@ -105,7 +105,8 @@ def main(args: argparse.Namespace) -> None:
                     f"{median * 1000:,.0f} ({min(seconds) * 1000:,.0f}-{max(seconds) * 1000:,.0f})",
                 "wall ms per simulated year": f"{median * 1000 / years:,.1f}",
             })  # fmt: skip
-    print_results(f"Scenario tests in virtual time ({args.runs} runs; median (min-max))", rows)
+    title = f"Scenario tests in virtual time ({args.runs} runs; median (min-max))"
+    print_results(title, rows, width=140)
 
 
 def _years_shipped() -> float:
