@@ -243,12 +243,6 @@ def test_yearly_reviews_fire_one_by_one_at_their_own_times(scenarios: ScenarioDa
     assert scenario.now == start + 5 * year
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the worker's event-by-event fallback (after a batch rolls back) decides each "
-    "row as not held by its transaction, so the engine refuses every row of the batch "
-    "(wrong_state: 'is active; it cannot fire now') and the worker records a skip",
-)
 def test_a_spawn_that_cannot_happen_undoes_only_itself(scenarios: ScenarioDatabase) -> None:
     """docs/automation.md: the batch is fired again event by event, "so that only the
     refused event is undone" — a deadline of another process due at the same time fires."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -170,10 +171,12 @@ class Engine:
         *,
         caller: Role,
         sync: Sync | None = None,
+        held_work: Collection[str] = (),
     ) -> Accepted:
         """Apply one signed event inside the caller's transaction on `conn`, in a savepoint
         of its own and as the engine's role: the automation worker fires a batch of due
-        work in one transaction, and a refused event undoes only itself.
+        work in one transaction, and a refused event undoes only itself. `held_work` names
+        the work rows that transaction locked: the event may fire one of them unclaimed.
 
         The rules, checks and writes are `process_event`'s own; a refusal is logged in the
         caller's transaction too. `caller` is the role the connection goes back to; the
@@ -186,7 +189,13 @@ class Engine:
             # is raised inside the savepoint and undoes only this event.
             with conn.transaction():
                 act_as(conn, Role.ENGINE)  # undone by the savepoint's rollback on refusal
-                store = Store(conn, now=self.clock.now_or_none(), buffered=True, sync=sync)
+                store = Store(
+                    conn,
+                    now=self.clock.now_or_none(),
+                    buffered=True,
+                    sync=sync,
+                    held_work=held_work,
+                )
                 accepted = self._apply(store, submission, tally)
                 tally.hints[:0] = store.returned_hints()  # cancellations come first
             act_as(conn, caller)

@@ -6,7 +6,7 @@ Rows come out as frozen records, never raw tuples.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -74,10 +74,14 @@ class Store:
         now: datetime | None = None,
         buffered: bool = False,
         sync: Sync | None = None,
+        held_work: Collection[str] = (),
     ) -> None:
         self.conn = conn
         self.sync = sync  # the outermost pipeline's, when in one (see db.database.answered)
         self.now = now  # None: the database clock decides
+        # Work rows the caller's transaction locked (a worker's batch): those may fire
+        # while still active or pending, since no other transaction can take them.
+        self.held_work = frozenset(held_work)
         # Buffered, writes wait in `_ops` until `send()`/`flush()`: one apply_writes_v1
         # call carries them all. Unbuffered, each write is sent as it is made.
         self.buffered = buffered
@@ -163,7 +167,9 @@ class Store:
             process=process_from_row(process_row) if process_row else None,
             version=str(version_row[0]) if version_row else None,
             now=cast(datetime, now),
-            work=_firing_work(work_row) if work_row is not None else None,
+            work=_firing_work(work_row, held=work is not None and work[1] in self.held_work)
+            if work_row is not None
+            else None,
             revision=int(version_row[1]) if version_row else None,
         )
 

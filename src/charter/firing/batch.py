@@ -218,11 +218,12 @@ class Firer:
         self, books: Bookkeeping, rows: list[WorkRow], tally: Tally, stopping: Callable[[], bool]
     ) -> list[FireResult]:
         heads = books.process_heads({row.process_id for row in rows})
+        locked = frozenset(str(row.id) for row in rows)  # by `lock_due`, in this transaction
         fired: list[FireResult] = []
         for row in rows:
             if stopping():
                 break
-            fired.append(self._one_by_one(books, row, heads, tally))
+            fired.append(self._one_by_one(books, row, heads, tally, held=locked))
         return fired
 
     def _limit(self, books: Bookkeeping) -> None:
@@ -245,15 +246,22 @@ class Firer:
         return self._after(row, result, tally)
 
     def _one_by_one(
-        self, books: Bookkeeping, row: WorkRow, heads: dict[str, str | None], tally: Tally
+        self,
+        books: Bookkeeping,
+        row: WorkRow,
+        heads: dict[str, str | None],
+        tally: Tally,
+        *,
+        held: frozenset[str] = frozenset(),
     ) -> FireResult:
-        """Fire `row` in a savepoint of its own (re-signing if the head moved)."""
+        """Fire `row` in a savepoint of its own (re-signing if the head moved); `held`
+        names the rows this transaction locked, which may fire without a claim."""
         if _cancelled(row, tally):
             return _cancelled_result(row, None)
 
         def apply(submission: Submission) -> Accepted:
             return self.engine.process_within(
-                books.conn, submission, tally, caller=Role.WORKER, sync=books.sync
+                books.conn, submission, tally, caller=Role.WORKER, sync=books.sync, held_work=held
             )
 
         def read_head(step: ReadHead) -> str | None:
