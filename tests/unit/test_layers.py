@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("wire",),
     ("db", "dsl", "sdk", "apidocs"),
     ("engine", "tlog", "auth", "demo"),
-    ("audit", "firing", "automations", "operator", "witness"),
+    ("audit", "firing", "automations", "operator", "witness", "lifecycle"),
     ("api", "machine", "testing"),
     ("cli",),
     ("__main__",),

@@ -64,9 +64,29 @@ DEPLOY = request_body(
         "properties": {
             "path": {"type": "string", "pattern": WORKFLOW_PATH, "maxLength": 1024},
             "definition": {"type": "object"},
+            "allow_stranding": {
+                "type": "boolean",
+                "description": "Deploy even if processes are stranded or work orphaned "
+                "(recorded with the revision).",
+            },
+            "migration": {
+                "type": "object",
+                "required": ["map"],
+                "additionalProperties": False,
+                "properties": {
+                    "map": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                        "description": "Old state to new: the processes the operator "
+                        "migrates after the deploy (`charter:migrate`).",
+                    }
+                },
+            },
         },
     },
-    "A workflow definition (DSL v2) and the path to deploy it at.",
+    "A workflow definition (DSL v2) and the path to deploy it at; the deploy is refused "
+    "(409 `strands_processes`) if it would strand processes, unless a migration covers them "
+    "or `allow_stranding` is true.",
     {
         "path": "examples/approvals",
         "definition": {
@@ -76,6 +96,32 @@ DEPLOY = request_body(
             "actions": {
                 "create": {"type": "create", "role": "clerk", "to": "open"},
                 "approve": {"role": "clerk", "from": "open", "to": "approved"},
+            },
+        },
+    },
+)
+
+PLAN = request_body(
+    {
+        "type": "object",
+        "required": ["path", "definition"],
+        "additionalProperties": False,
+        "properties": {
+            "path": {"type": "string", "pattern": WORKFLOW_PATH, "maxLength": 1024},
+            "definition": {"type": "object"},
+            "cursor": {"type": "string", "description": "The `next_cursor` of a plan."},
+        },
+    },
+    "A definition to plan deploying at a path; nothing is deployed.",
+    {
+        "path": "examples/approvals",
+        "definition": {
+            "dsl": 2,
+            "states": ["open", "done"],
+            "roles": ["clerk"],
+            "actions": {
+                "create": {"type": "create", "role": "clerk", "to": "open"},
+                "finish": {"role": "clerk", "from": "open", "to": "done"},
             },
         },
     },

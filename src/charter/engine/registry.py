@@ -6,7 +6,9 @@ appends a revision. Parsed workflows are cached by version: a version never chan
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from threading import Lock
@@ -42,6 +44,10 @@ class Deployment:
     # The definition was the path's current version already: no new revision was made.
     unchanged: bool = False
     deployed_by_token: str | None = None  # the id of the API token that deployed it
+    # The deploy was allowed to leave processes stranded or work orphaned.
+    allow_stranding: bool = False
+    # The state map of the migration the deploy came with (docs/lifecycle.md).
+    migration_map: Mapping[str, str] | None = None
 
     def to_json(self) -> JsonObject:
         return wire.to_json(self, shapes.Deployment)
@@ -102,11 +108,12 @@ class Registry:
         *,
         deployed_by: str | None = None,
         deployed_by_token: str | None = None,
+        allow_stranding: bool = False,
+        migration_map: Mapping[str, str] | None = None,
     ) -> Deployment:
-        """Validate and deploy `definition` at `path` (InvalidWorkflow lists every problem)."""
-        _check_path(path)
-        check_value(definition)
-        workflow = load_workflow(definition)  # raises InvalidWorkflow with every problem
+        """Validate and deploy `definition` at `path` (InvalidWorkflow lists every problem);
+        `allow_stranding` and `migration_map` are recorded with the new revision."""
+        workflow = parse_definition(path, definition)
         text = canonical_definition(definition).decode("utf-8")
         version = version_hash(definition)
         with translated(), conn.transaction():
@@ -123,6 +130,10 @@ class Registry:
                             "deployed_by": deployed_by,
                             "deployed_by_token": deployed_by_token,
                             "now": None,
+                            "allow_stranding": allow_stranding,
+                            "migration_map": None
+                            if migration_map is None
+                            else json.dumps(dict(migration_map)),
                         },
                     ).fetchone()
             except psycopg.errors.UniqueViolation:
@@ -135,6 +146,8 @@ class Registry:
                 assert row is not None
                 deployed_by = cast(str | None, row[2])
                 deployed_by_token = cast(str | None, row[3])
+                allow_stranding = bool(row[4])
+                migration_map = _state_map(row[5])
         assert row is not None
         with self._lock:
             self._cache[version] = workflow
@@ -147,7 +160,13 @@ class Registry:
             tuple(workflow_warnings(workflow)),
             unchanged=unchanged,
             deployed_by_token=deployed_by_token,
+            allow_stranding=allow_stranding,
+            migration_map=migration_map,
         )
+
+    def is_current(self, store: Store, path: str, definition: JsonValue) -> bool:
+        """Whether `definition` is the version deployed last at `path` already."""
+        return store.current_workflow_version(path) == version_hash(definition)
 
 
 def list_deployments(conn: psycopg.Connection[tuple[object, ...]]) -> list[Deployment]:
@@ -172,7 +191,25 @@ def _deployment(row: tuple[object, ...]) -> Deployment:
         cast(datetime, row[3]),
         cast("str | None", row[4]),
         deployed_by_token=cast("str | None", row[5]),
+        allow_stranding=bool(row[6]),
+        migration_map=_state_map(row[7]),
     )
+
+
+def _state_map(text: object) -> dict[str, str] | None:
+    if text is None:
+        return None
+    found = loads(str(text))
+    assert isinstance(found, dict)
+    return {str(old): str(new) for old, new in found.items()}
+
+
+def parse_definition(path: str, definition: JsonValue) -> Workflow:
+    """The workflow `definition` defines, to be deployed at `path`: Malformed for a bad
+    path or value, InvalidWorkflow with every problem of the definition."""
+    _check_path(path)
+    check_value(definition)
+    return load_workflow(definition)
 
 
 def _check_path(path: object) -> None:

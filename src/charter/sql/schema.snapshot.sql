@@ -604,8 +604,11 @@ CREATE TABLE charter.workflow_deployments (
     version text NOT NULL,
     deployed_at timestamp with time zone DEFAULT now() NOT NULL,
     deployed_by text,
-    deployed_by_token text
+    deployed_by_token text,
+    allow_stranding boolean DEFAULT false NOT NULL,
+    migration_map jsonb
 );
+ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_migration_map_object CHECK (((migration_map IS NULL) OR (jsonb_typeof(migration_map) = 'object'::text)));
 ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_path_check CHECK (((path ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}(/[A-Za-z0-9][A-Za-z0-9._:-]{0,127})*$'::text) AND (length(path) <= 1024)));
 ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_pkey PRIMARY KEY (path, revision);
 ALTER TABLE charter.workflow_deployments ADD CONSTRAINT workflow_deployments_revision_check CHECK ((revision >= 1));

@@ -126,6 +126,21 @@ class Deployment(Wire):
         str | None,
         Meta(required=True, description="The id of the API token that deployed it, if one did."),
     ] = None
+    allow_stranding: Annotated[
+        bool,
+        Meta(
+            required=True,
+            description="The deploy was allowed to strand processes or orphan their work.",
+        ),
+    ] = False
+    migration_map: Annotated[
+        dict[str, str] | None,
+        Meta(
+            required=True,
+            description="The state map (old state to new) of the migration the deploy "
+            "came with, if any.",
+        ),
+    ] = None
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ WIRE_ERRORS: tuple[type[CharterError], ...] = (
     workflows.ExpressionLimitError,
     workflows.DurationError,
     workflows.TemplateError,
+    workflows.StrandsProcesses,
     # charter.core.errors.automations
     automations.InvalidAutomation,
     automations.InvalidWebhook,

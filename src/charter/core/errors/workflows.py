@@ -47,3 +47,10 @@ class TemplateError(DslError):
             problems=[{"pointer": pointer, "message": message} for pointer, message in problems],
         )
         self.problems = problems
+
+
+class StrandsProcesses(CharterError):
+    """Deploying this definition would strand processes or orphan their work."""
+
+    code = "strands_processes"
+    http_status = 409

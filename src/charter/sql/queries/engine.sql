@@ -136,10 +136,10 @@ ON CONFLICT (version) DO NOTHING
 -- Deploy a version at a path as its next revision (a concurrent deploy clashes on the key),
 -- unless it is the path's current version already: then no row (nothing changed).
 INSERT INTO charter.workflow_deployments (path, revision, version, deployed_by,
-    deployed_by_token, deployed_at)
+    deployed_by_token, deployed_at, allow_stranding, migration_map)
 SELECT %(path)s, coalesce(max(revision), 0) + 1, %(version)s, %(deployed_by)s,
        %(deployed_by_token)s,
-       coalesce(%(now)s, now())
+       coalesce(%(now)s, now()), %(allow_stranding)s, %(migration_map)s::jsonb
 FROM charter.workflow_deployments
 WHERE path = %(path)s
 HAVING (array_agg(version ORDER BY revision DESC))[1] IS DISTINCT FROM %(version)s
@@ -147,7 +147,8 @@ RETURNING revision, deployed_at
 
 -- current_deployment --
 -- The deployment that is current at a path (its newest revision).
-SELECT revision, deployed_at, deployed_by, deployed_by_token
+SELECT revision, deployed_at, deployed_by, deployed_by_token, allow_stranding,
+       migration_map::text
 FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
@@ -155,13 +156,15 @@ LIMIT 1
 
 -- list_workflows --
 -- Each path's current deployment and how many revisions it has.
-SELECT DISTINCT ON (path) path, revision, version, deployed_at, deployed_by, deployed_by_token
+SELECT DISTINCT ON (path) path, revision, version, deployed_at, deployed_by, deployed_by_token,
+       allow_stranding, migration_map::text
 FROM charter.workflow_deployments
 ORDER BY path, revision DESC
 
 -- workflow_revisions --
 -- Every deployment of a path, newest first.
-SELECT path, revision, version, deployed_at, deployed_by, deployed_by_token
+SELECT path, revision, version, deployed_at, deployed_by, deployed_by_token,
+       allow_stranding, migration_map::text
 FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
