@@ -143,8 +143,8 @@ def test_a_dropped_state_and_action_strand_orphan_and_diverge(h: Harness) -> Non
 def test_work_that_can_never_run_again_is_orphaned(h: Harness) -> None:
     orders = Orders(h)
     packed = orders.walk("open", "pack")
-    changed = copy.deepcopy(ORDER)
-    changed["actions"]["remind"]["from"] = "open"  # type: ignore[index]
+    changed: Any = copy.deepcopy(ORDER)
+    changed["actions"]["remind"]["from"] = "open"
     plan = orders.plan(changed)
     assert plan["counts"] == {"stranded": 0, "orphaned_work": 1, "diverging": 0}
     [work] = plan["orphaned_work"]
@@ -152,7 +152,7 @@ def test_work_that_can_never_run_again_is_orphaned(h: Harness) -> None:
         packed, "scheduled", "unreachable", "packed",
     )  # fmt: skip
     # From "*", or from a state the process can still reach, it is not orphaned.
-    changed["actions"]["remind"]["from"] = "shipped"  # type: ignore[index]
+    changed["actions"]["remind"]["from"] = "shipped"
     assert orders.plan(changed)["counts"]["orphaned_work"] == 0
 
 
@@ -160,8 +160,8 @@ def test_a_changed_rule_diverges_only_the_histories_it_refuses(h: Harness) -> No
     orders = Orders(h)
     packed = orders.walk("open", "pack")
     orders.walk("open")
-    changed = copy.deepcopy(ORDER)
-    changed["actions"]["pack"]["when"] = "approved = true"  # type: ignore[index]
+    changed: Any = copy.deepcopy(ORDER)
+    changed["actions"]["pack"]["when"] = "approved = true"
     plan = orders.plan(changed)
     assert [(d["process"], d["seq"], d["code"]) for d in plan["diverging"]] == [
         (packed, 2, "condition_failed")
@@ -221,10 +221,10 @@ def test_each_list_pages_under_one_cursor(h: Harness) -> None:
             plan = Planner(conn, h.engine.registry, orders.path, gone, workflow).plan(
                 cursor, limit=2
             )
-        answer = plan.to_json()
+        answer: Any = plan.to_json()
         assert answer["counts"] == {"stranded": 5, "orphaned_work": 5, "diverging": 5}
         for key in seen:
-            seen[key] += [str(entry["process"]) for entry in answer[key]]  # type: ignore[index, union-attr]
+            seen[key] += [str(entry["process"]) for entry in answer[key]]
         pages += 1
         if plan.next_cursor is None:
             break
