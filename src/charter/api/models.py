@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from charter.api.contract import HEX64, TIME
 from charter.api.wire_models import model, page_model
 from charter.wire import engine as wire
+from charter.wire import lifecycle
 
 if TYPE_CHECKING:
     # What the envelopes below name in annotations; made at run time from the wire.
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     Deployment = BaseModel
     WorkflowDetail = BaseModel
     Deployed = BaseModel
+    DeployPlan = BaseModel
     ProcessAutomation = BaseModel
 else:
     Actor = model(wire.Actor)
@@ -39,6 +41,7 @@ else:
     Deployment = model(wire.Deployment)
     WorkflowDetail = model(wire.Workflow)
     Deployed = model(wire.Deployed)
+    DeployPlan = model(lifecycle.DeployPlan)
     ProcessAutomation = model(wire.ProcessAutomation)
 
 Json = Any  # any JSON value
@@ -159,51 +162,3 @@ class LogStatus(BaseModel):
     pending: int = Field(ge=0, description="Events committed but not logged yet.")
     oldest_pending_s: float = Field(ge=0, description="How long the oldest has waited.")
     witnessing: LogWitnessing
-
-
-class PlanStranded(BaseModel):
-    process: str
-    state: str = Field(description="The process's state now.")
-    reason: Literal["state_removed", "no_action"] = Field(
-        description="`state_removed`: the new definition has no such state; `no_action`: "
-        "some action ran from it before, none does now."
-    )
-
-
-class PlanOrphanedWork(BaseModel):
-    process: str
-    work_id: str = Field(description="The scheduled action's or queue row's id.")
-    kind: Literal["scheduled", "queue"]
-    action: str
-    reason: Literal["action_removed", "unreachable"] = Field(
-        description="`action_removed`: the new definition has no such action; `unreachable`: "
-        "it runs from no state the process can reach before the work fires."
-    )
-    state: str = Field(description="The process's state now.")
-    schedule_id: str | None = Field(
-        default=None, description="A scheduled action's schedule id (what a migration cancels)."
-    )
-
-
-class PlanDiverging(BaseModel):
-    process: str
-    seq: int = Field(ge=1, description="The first event the new definition refuses.")
-    code: str = Field(description="The refusal's error code, e.g. `wrong_state`.")
-    message: str
-
-
-class PlanCounts(BaseModel):
-    stranded: int = Field(ge=0)
-    orphaned_work: int = Field(ge=0)
-    diverging: int = Field(ge=0)
-
-
-class DeployPlan(BaseModel):
-    """`POST /v1/workflows/plan`: what deploying the definition would do; whole counts,
-    up to 100 entries per list."""
-
-    counts: PlanCounts
-    stranded: list[PlanStranded]
-    orphaned_work: list[PlanOrphanedWork]
-    diverging: list[PlanDiverging]
-    next_cursor: str | None = Field(description="Pass as `cursor` for the lists' next pages.")

@@ -3,6 +3,7 @@ each with a `charter:migrate` event signed here with the operator's key."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -23,8 +24,9 @@ from charter.cli.migrating import (
     parse_state_map,
     plan_state_moves,
 )
-from charter.core.ed25519 import read_secret_key_file
+from charter.core.ed25519 import SecretKey, read_secret_key_file
 from charter.core.jsontypes import JsonValue
+from charter.sdk.client import Client
 
 EXIT_FAILED = 1
 
@@ -81,28 +83,41 @@ def migrate(
         if key is None:
             _show_plan(path, moves, as_json)
             return
-        progress = Progress(
-            TextColumn("migrating"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=as_json,
-        )
-        with progress:
-            task = progress.add_task("migrate", total=len(moves))
-            outcomes = migrate_processes(
-                api,
-                key,
-                moves,
-                reason=reason,
-                cancel=cancel or (),
-                retries=retries,
-                on_outcome=lambda _: progress.advance(task),
-            )
-    _show_outcomes(outcomes, as_json)
+        outcomes = migrate_with_progress(
+            api, key, moves, reason=reason, cancel=cancel or (), retries=retries,
+            quiet=as_json,
+        )  # fmt: skip
+    show_outcomes(outcomes, as_json)
     if any(outcome.result == "failed" for outcome in outcomes):
         raise typer.Exit(EXIT_FAILED)
+
+
+def migrate_with_progress(
+    api: Client,
+    key: SecretKey,
+    moves: list[Move],
+    *,
+    reason: str,
+    cancel: Sequence[str] = (),
+    cancel_for: Mapping[str, Sequence[str]] | None = None,
+    retries: int = DEFAULT_RETRIES,
+    quiet: bool = False,
+) -> list[Outcome]:
+    """`migrate_processes` under a progress bar on stderr (gone at the end if `quiet`)."""
+    progress = Progress(
+        TextColumn("migrating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=quiet,
+    )
+    with progress:
+        task = progress.add_task("migrate", total=len(moves))
+        return migrate_processes(
+            api, key, moves, reason=reason, cancel=cancel, cancel_for=cancel_for,
+            retries=retries, on_outcome=lambda _: progress.advance(task),
+        )  # fmt: skip
 
 
 def _show_plan(path: str, moves: list[Move], as_json: bool) -> None:
@@ -117,7 +132,7 @@ def _show_plan(path: str, moves: list[Move], as_json: bool) -> None:
     typer.echo(f"dry run: {len(moves)} process(es) would move; nothing was changed")
 
 
-def _show_outcomes(outcomes: list[Outcome], as_json: bool) -> None:
+def show_outcomes(outcomes: list[Outcome], as_json: bool) -> None:
     counts = dict.fromkeys(("migrated", "skipped", "failed"), 0)
     for outcome in outcomes:
         counts[outcome.result] += 1

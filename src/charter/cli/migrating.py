@@ -112,15 +112,18 @@ def migrate_processes(
     *,
     reason: str,
     cancel: Sequence[str] = (),
+    cancel_for: Mapping[str, Sequence[str]] | None = None,
     retries: int = DEFAULT_RETRIES,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
     """Sign and submit one `charter:migrate` per move, one after another: what became of
-    each (`on_outcome` is told as each ends). A refusal fails that move only."""
+    each (`on_outcome` is told as each ends). A refusal fails that move only. Each event
+    cancels the schedules of `cancel`, and those `cancel_for` names for its process."""
     outcomes: list[Outcome] = []
     for process, target in moves:
-        outcome = migrate_one(api, key, process, target, reason=reason, cancel=cancel,
-                              retries=retries)  # fmt: skip
+        listed = [*cancel, *(cancel_for or {}).get(process.id, ())]
+        outcome = migrate_one(api, key, process, target, reason=reason,
+                              cancel=list(dict.fromkeys(listed)), retries=retries)  # fmt: skip
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)

@@ -11,15 +11,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import migrate, remote
+from charter.cli import deploying, migrate, remote
 from charter.core import ijson
-from charter.core.errors import InvalidWorkflow, Malformed
+from charter.core.errors import Malformed
 from charter.dsl.canonical import version_hash
 from charter.dsl.lint import workflow_warnings
 from charter.dsl.validate import load_workflow, validate_workflow
 
 app = typer.Typer(help="Workflow definitions (DSL v2).", no_args_is_help=True)
 app.command("migrate")(migrate.migrate)
+app.command("plan")(deploying.plan)
+app.command("deploy")(deploying.deploy)
 
 EXIT_PROBLEMS = 1
 EXIT_UNREADABLE = 2
@@ -143,37 +145,6 @@ def run_scenarios(
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-@app.command("deploy")
-def deploy(
-    path: Annotated[str, typer.Argument(help="Where to deploy, e.g. customer/retail/onboarding.")],
-    file: Annotated[Path, typer.Argument(help="The workflow JSON file.")],
-    as_json: JsonFlag = False,
-) -> None:
-    """Deploy a definition at a path over the API (a new revision; old ones are kept)."""
-    try:
-        definition = ijson.loads(file.read_bytes())
-    except OSError as exc:
-        raise Malformed(f"{file}: cannot read: {exc.strerror or exc}") from None
-    try:
-        with remote.client() as api:
-            deployed = api.deploy_workflow(path, definition).raw
-    except InvalidWorkflow as exc:
-        _print_problems(exc)
-        raise
-    if as_json:
-        remote.print_json(deployed)
-    else:
-        done = "unchanged:" if deployed.get("unchanged") is True else "deployed"
-        typer.echo(
-            f"{done} {deployed['path']} revision {deployed['revision']} "
-            f"(version {remote.short(deployed['version'])})"
-        )
-        warnings = deployed.get("warnings")
-        for warning in warnings if isinstance(warnings, list) else []:
-            if isinstance(warning, dict):
-                typer.echo(f"warning: {warning.get('pointer')}: {warning.get('message')}", err=True)
-
-
 @app.command("list")
 def list_(as_json: JsonFlag = False) -> None:
     """Every deployed path with its current revision and version."""
@@ -230,12 +201,3 @@ def show(
             Text(str(item.get("deployed_by") or "")),
         )
     console.print(table)
-
-
-def _print_problems(exc: InvalidWorkflow) -> None:
-    problems = exc.context.get("problems")
-    table = Table("pointer", "message", title="workflow problems", title_justify="left")
-    for problem in problems if isinstance(problems, list) else []:
-        table.add_row(Text(str(problem.get("pointer") or "/")), Text(str(problem.get("message"))))
-    if table.row_count:
-        Console(stderr=True).print(table)

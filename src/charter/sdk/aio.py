@@ -59,6 +59,7 @@ from charter.sdk.results import (
     AutomationDetail,
     Deployed,
     Deployment,
+    DeployPlan,
     Event,
     Machine,
     Page,
@@ -433,9 +434,31 @@ class AsyncClient:
         return await self._run(calls.workflow(path, revision), timeout)
 
     async def deploy_workflow(
-        self, path: str, definition: JsonValue, *, timeout: float | None = None
+        self,
+        path: str,
+        definition: JsonValue,
+        *,
+        allow_stranding: bool = False,
+        migration_map: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> Deployed:
-        return await self._run(calls.deploy_workflow(path, definition), timeout)
+        """Deploy `definition` at `path`. StrandsProcesses (409) when it would strand
+        processes that `migration_map` (old state to new) does not cover, unless
+        `allow_stranding`; both are recorded with the revision."""
+        call = calls.deploy_workflow(path, definition, allow_stranding, migration_map)
+        return await self._run(call, timeout)
+
+    async def plan_workflow(
+        self,
+        path: str,
+        definition: JsonValue,
+        *,
+        cursor: str | None = None,
+        timeout: float | None = None,
+    ) -> DeployPlan:
+        """What deploying `definition` at `path` would do; nothing is deployed. The
+        lists hold up to 100 entries each: pass `next_cursor` as `cursor` for more."""
+        return await self._run(calls.plan_workflow(path, definition, cursor), timeout)
 
     async def actors(self, *, timeout: float | None = None) -> list[Actor]:
         return await self._run(calls.actors(), timeout)

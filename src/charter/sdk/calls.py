@@ -26,6 +26,7 @@ from charter.sdk.results import (
     AutomationDetail,
     Deployed,
     Deployment,
+    DeployPlan,
     Event,
     Machine,
     Page,
@@ -57,6 +58,7 @@ _Accepted = parser(Accepted)
 _Actor = parser(Actor)
 _Automation = parser(Automation)
 _Deployed = parser(Deployed)
+_DeployPlan = parser(DeployPlan)
 _AutomationDetail = parser(AutomationDetail)
 _Machine = parser(Machine)
 _Plan = parser(Plan)
@@ -189,10 +191,26 @@ def workflow(path: str, revision: int | None = None) -> Call[Workflow]:
     return _get(f"/v1/workflows/{quote(path, safe='/')}", _Workflow, params)
 
 
-def deploy_workflow(path: str, definition: JsonValue) -> Call[Deployed]:
+def deploy_workflow(
+    path: str,
+    definition: JsonValue,
+    allow_stranding: bool = False,
+    migration_map: Mapping[str, str] | None = None,
+) -> Call[Deployed]:
     body: JsonObject = {"path": path, "definition": definition}
+    if allow_stranding:
+        body["allow_stranding"] = True
+    if migration_map is not None:
+        body["migration"] = {"map": dict(migration_map)}
     # 201 for a new revision, 200 when this definition is deployed already.
     return _send("POST", "/v1/workflows", _Deployed, body, expect=frozenset({200, 201}))
+
+
+def plan_workflow(path: str, definition: JsonValue, cursor: str | None = None) -> Call[DeployPlan]:
+    body: JsonObject = {"path": path, "definition": definition}
+    if cursor is not None:
+        body["cursor"] = cursor
+    return _send("POST", "/v1/workflows/plan", _DeployPlan, body, expect=OK)
 
 
 def actors() -> Call[list[Actor]]:

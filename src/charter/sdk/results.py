@@ -60,6 +60,7 @@ from charter.wire.engine import Stats as Stats
 from charter.wire.engine import Verification as Verification
 from charter.wire.engine import Workflow as Workflow
 from charter.wire.engine import WorkItem as WorkItem
+from charter.wire.lifecycle import DeployPlan as DeployPlan
 from charter.wire.pages import Page as Page
 
 W = TypeVar("W", bound=wire.Wire)
