@@ -141,11 +141,13 @@ def test_deploy_with_migrate_moves_every_stranded_process(
     key = tmp_path / "ops.key"
     write_secret_key_file(key, h.keys["olga"])
     missing = cli("workflows", "deploy", path, v2_file, "--migrate", "shipped=delivered")
-    assert missing.code == 2 and "--key-file and --reason" in missing.err
+    assert missing.code == 2
+    assert "--key-file and --reason" in missing.err
     done = cli("workflows", "deploy", path, v2_file, "--migrate", "shipped=delivered",
                "--key-file", str(key), "--reason", "OPS-77")  # fmt: skip
     assert done.code == 0, done.err
-    assert "deployed" in done.out and "3 migrated, 0 skipped, 0 failed" in done.out
+    assert "deployed" in done.out
+    assert "3 migrated, 0 skipped, 0 failed" in done.out
     reads = Reads(h.database)
     assert [reads.process(pid).state for pid in shipped] == ["delivered"] * 3
     assert reads.process(ordered[0]).state == "ordered"
