@@ -160,3 +160,9 @@ def test_deploy_with_migrate_moves_every_stranded_process(
     last = reads.events(shipped[0])[-1]
     assert last.envelope["action"] == "charter:migrate"
     assert last.envelope["input"] == {"state": "delivered", "reason": "OPS-77", "cancel": ["chase"]}
+
+
+def test_the_worked_example_of_docs_lifecycle_is_what_these_tests_run() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "lifecycle.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in text.split("```json\n")[1:]]
+    assert [json.loads(block) for block in blocks] == [V1, V2]
