@@ -301,3 +301,31 @@ def test_orphaned_timers_are_covered_by_a_migration_of_their_process(h: Harness)
     target["migration"] = {"role": ["clerk"]}
     # Any map: the process with the orphaned timer is migrated to its own state.
     assert orders.deploy(target, migration={"map": {"shipped": "delivered"}}).status_code == 201
+
+
+# --- queued automatic actions --------------------------------------------------------------
+
+QUEUED: Any = copy.deepcopy(ORDER)
+QUEUED["actions"]["label"] = {"type": "update", "role": "AUTOMATION", "auto": True,
+                              "from": "packed", "mutate": {"$set": {"labelled": True}}}  # fmt: skip
+
+
+def test_a_pending_queue_row_is_orphaned_and_only_a_move_covers_it(h: Harness) -> None:
+    orders = Orders(h, QUEUED)
+    packed = orders.walk("open", "pack")  # `label` is queued; no worker runs here
+    dropped = without(QUEUED, actions=("label",))
+    plan = orders.plan(dropped)
+    assert [(o["process"], o["kind"], o["action"], o["reason"]) for o in plan["orphaned_work"]] == [
+        (packed, "queue", "label", "action_removed")
+    ]
+    # Still there, but it can only run from `open`, where a packed order never goes back.
+    moved: Any = copy.deepcopy(QUEUED)
+    moved["actions"]["label"]["from"] = "open"
+    moved["migration"] = {"role": ["clerk"]}
+    [work] = orders.plan(moved)["orphaned_work"]
+    assert (work["kind"], work["reason"]) == ("queue", "unreachable")
+    # A migration cannot cancel it unless it moves its process: the map must name packed.
+    other = orders.deploy(moved, migration={"map": {"shipped": "delivered"}})
+    assert other.status_code == 409
+    assert other.json()["error"]["uncovered"] == {"stranded": 0, "orphaned_work": 1}
+    assert orders.deploy(moved, migration={"map": {"packed": "packed"}}).status_code == 201
