@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import schemathesis
+from schemathesis.core.failures import FailureGroup
+from schemathesis.openapi.checks import AllowHeaderMismatch
 from schemathesis.config import SchemathesisConfig
 
 from charter.api.app import create_app
@@ -104,7 +106,14 @@ def test_every_answer_is_one_the_document_promises(case: Any, h: Harness, token:
     # The document was loaded before the app on this module's database existed: bind it
     # now, so the checks that send requests of their own (ignored_auth, ...) reach it too.
     case.operation.schema.app = case.operation.app = h.http.app
-    case.call_and_validate(headers=bearer(token))
+    try:
+        case.call_and_validate(headers=bearer(token))
+    except FailureGroup as group:
+        # `/v1/workflows/plan` is also the path of a workflow named `plan`, which GET
+        # shows: a 405 there rightly allows GET, which the plan's operation does not list.
+        overlap = case.operation.path == "/v1/workflows/plan"
+        if not (overlap and all(isinstance(f, AllowHeaderMismatch) for f in group.exceptions)):
+            raise
 
 
 class Seeded:
