@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import schemathesis
+from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import FailureGroup
 from schemathesis.openapi.checks import AllowHeaderMismatch
-from schemathesis.config import SchemathesisConfig
 
 from charter.api.app import create_app
 from charter.automations.webhooks import sign as webhook_signature
