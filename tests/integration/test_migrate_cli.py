@@ -1,20 +1,19 @@
 """`charter workflows migrate` against the API on a real socket: the dry run, the
 migration of every process in the mapped states, and what a concurrent event does to it
-(re-signed on the new head, skipped once moved elsewhere, failed after its retries)."""
+(re-signed on the new head, skipped once moved elsewhere, failed after its retries).
+Then `charter workflows plan` and `deploy`: the plan's tables and JSON, the refusal of a
+deploy that strands, --allow-stranding, and --migrate deploying then migrating."""
 
 from __future__ import annotations
 
 import json
 import secrets
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from charter.cli import main as cli_main
 from charter.cli import remote
 from charter.core.clock import SystemClock
 from charter.core.ed25519 import write_secret_key_file
@@ -24,6 +23,7 @@ from charter.db.database import Database
 from charter.engine.reads import Reads
 from charter.sdk import Client
 from tests.integration.apikit import Harness, make_harness, new_id
+from tests.integration.clikit import Result, run_charter
 from tests.integration.liveserver import live_server
 
 V1: JsonObject = {
@@ -57,13 +57,6 @@ V2: JsonObject = {
 }
 
 
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture(scope="module")
 def h(database: Database) -> Iterator[Harness]:
     # The CLI signs with the real time, so the engine runs on the real clock here.
@@ -87,19 +80,7 @@ def url(h: Harness, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Callable[..., Result]:
-    def run(*args: str) -> Result:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["charter", *args])
-        try:
-            cli_main.main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        else:
-            code = 0
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+    return lambda *args: run_charter(monkeypatch, capsys, *args)
 
 
 @pytest.fixture
@@ -109,9 +90,11 @@ def ops_key(h: Harness, tmp_path: Path) -> Path:
     return path
 
 
-def _shop(h: Harness, *, shipped: int, ordered: int = 0) -> tuple[str, list[str], list[str]]:
-    """A path deployed at v1 with processes shipped and left ordered, then redeployed at v2:
-    (path, shipped ids, ordered ids)."""
+def _shop(
+    h: Harness, *, shipped: int, ordered: int = 0, then_v2: bool = True
+) -> tuple[str, list[str], list[str]]:
+    """A path deployed at v1 with processes shipped (each with a `chase` timer) and left
+    ordered, then (unless not `then_v2`) redeployed at v2: (path, shipped ids, ordered ids)."""
     path = f"tests/shop-{secrets.token_hex(3)}"
     h.deploy(path, V1)
     clerk = h.keys["clerk"]
@@ -122,7 +105,8 @@ def _shop(h: Harness, *, shipped: int, ordered: int = 0) -> tuple[str, list[str]
         if index < shipped:
             h.accept(sign(h.envelope(clerk, pid, "ship", prev=str(head), workflow=path), clerk))
         made[0 if index < shipped else 1].append(pid)
-    h.deploy(path, V2)
+    if then_v2:
+        h.deploy(path, V2)
     return path, sorted(made[0]), made[1]
 
 
@@ -256,3 +240,91 @@ def test_a_concurrent_event_is_signed_over_skipped_or_given_up_on(
     assert raced[busy] == 3  # the first send and two re-signs, each raced
     assert (answer["migrated"], answer["skipped"], answer["failed"]) == (1, 1, 1)
     assert _states(h, [noted, closed, busy]) == ["delivered", "closed", "shipped"]
+
+
+# --- charter workflows plan and deploy -----------------------------------------------------
+
+
+@pytest.fixture
+def v2_file(tmp_path: Path) -> str:
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(V2))
+    return str(path)
+
+
+def _revisions(h: Harness, path: str) -> int:
+    return len(Client(str(h.http.base_url), h.admin, http=h.http).workflow(path).revisions)
+
+
+@pytest.mark.usefixtures("url")
+def test_plan_prints_what_a_deploy_would_strand_and_exits_1(
+    h: Harness, cli: Callable[..., Result], v2_file: str
+) -> None:
+    path, shipped, _ = _shop(h, shipped=2, ordered=1, then_v2=False)
+    done = cli("workflows", "plan", path, v2_file)
+    assert done.code == 1, done.err
+    assert "2 stranded, 2 orphaned work, 2 diverging" in done.out
+    assert all(pid in done.out for pid in shipped)
+    assert "its state is not in the new definition" in done.out
+    assert "the new definition has no such action" in done.out
+    as_json = cli("workflows", "plan", path, v2_file, "--json")
+    answer = json.loads(as_json.out)
+    assert answer["counts"] == {"stranded": 2, "orphaned_work": 2, "diverging": 2}
+    assert [s["process"] for s in answer["stranded"]] == shipped
+    assert {o["schedule_id"] for o in answer["orphaned_work"]} == {"chase"}
+    assert _revisions(h, path) == 1
+    # Against itself, nothing is stranded: exit 0.
+    v1_file = Path(v2_file).with_name("v1.json")
+    v1_file.write_text(json.dumps(V1))
+    assert cli("workflows", "plan", path, str(v1_file)).code == 0
+
+
+@pytest.mark.usefixtures("url")
+def test_deploy_refuses_to_strand_unless_allowed(
+    h: Harness, cli: Callable[..., Result], v2_file: str
+) -> None:
+    path, _, _ = _shop(h, shipped=1, ordered=1, then_v2=False)
+    refused = cli("workflows", "deploy", path, v2_file)
+    assert refused.code != 0
+    assert "would leave 1 stranded, 1 orphaned work" in refused.err
+    assert "1 stranded, 1 orphaned work" in refused.out
+    assert _revisions(h, path) == 1
+    allowed = cli("workflows", "deploy", path, v2_file, "--allow-stranding", "--json")
+    assert allowed.code == 0, allowed.err
+    assert json.loads(allowed.out)["allow_stranding"] is True
+    assert _revisions(h, path) == 2
+
+
+@pytest.mark.usefixtures("url")
+def test_deploy_with_migrate_moves_every_stranded_process(
+    h: Harness, cli: Callable[..., Result], v2_file: str, tmp_path: Path
+) -> None:
+    path, shipped, ordered = _shop(h, shipped=3, ordered=1, then_v2=False)
+    key = tmp_path / "ops.key"
+    write_secret_key_file(key, h.keys["olga"])
+    missing = cli("workflows", "deploy", path, v2_file, "--migrate", "shipped=delivered")
+    assert missing.code == 2
+    assert "--key-file and --reason" in missing.err
+    done = cli("workflows", "deploy", path, v2_file, "--migrate", "shipped=delivered",
+               "--key-file", str(key), "--reason", "OPS-77")  # fmt: skip
+    assert done.code == 0, done.err
+    assert "deployed" in done.out
+    assert "3 migrated, 0 skipped, 0 failed" in done.out
+    reads = Reads(h.database)
+    assert [reads.process(pid).state for pid in shipped] == ["delivered"] * 3
+    assert reads.process(ordered[0]).state == "ordered"
+    latest = Client(str(h.http.base_url), h.admin, http=h.http).workflow(path)
+    assert latest.deployment.migration_map == {"shipped": "delivered"}
+    # The chase timers are cancelled by the migrations: nothing is left orphaned.
+    after = cli("workflows", "plan", path, v2_file, "--json")
+    assert json.loads(after.out)["counts"] == {"stranded": 0, "orphaned_work": 0, "diverging": 3}
+    assert after.code == 0
+    last = reads.events(shipped[0])[-1]
+    assert last.envelope["action"] == "charter:migrate"
+    assert last.envelope["input"] == {"state": "delivered", "reason": "OPS-77", "cancel": ["chase"]}
+
+
+def test_the_worked_example_of_docs_lifecycle_is_what_these_tests_run() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "lifecycle.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in text.split("```json\n")[1:]]
+    assert [json.loads(block) for block in blocks] == [V1, V2]

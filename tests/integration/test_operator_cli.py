@@ -5,20 +5,18 @@ and the run cancel/retry endpoints they call."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from charter.cli import automations, remote
-from charter.cli import main as cli_main
 from charter.core.envelope import sign
 from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
 from charter.sdk import Client
 from tests.integration.apikit import Harness, bearer, make_harness
+from tests.integration.clikit import run_charter
 from tests.integration.machinekit import register
 
 TIMERS = "ops/cli-timers"
@@ -44,13 +42,6 @@ PLAN: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture(scope="module")
 def h(database: Database) -> Iterator[Harness]:
     harness = make_harness(database)
@@ -67,19 +58,7 @@ def cli(h: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
         automations, "client", lambda: Client(str(h.http.base_url), h.admin, http=h.http)
     )
 
-    def run(*args: str) -> Result:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["charter", *args])
-        try:
-            cli_main.main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        else:
-            code = 0
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+    return lambda *args: run_charter(monkeypatch, capsys, *args)
 
 
 def _create(h: Harness, process_id: str, *, start: bool = False) -> None:

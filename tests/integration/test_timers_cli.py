@@ -5,15 +5,12 @@ both), and `--status done` finds the fired ones."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from charter.cli import main as cli_main
 from charter.cli import remote
 from charter.core.config import Settings
 from charter.core.envelope import sign
@@ -22,6 +19,7 @@ from charter.db.database import Database
 from charter.firing.batch import Firer
 from charter.firing.keys import ensure_automation_actor
 from tests.integration.apikit import Harness, make_harness
+from tests.integration.clikit import run_charter
 
 FIRED = "ops/fired-timers"
 DEFINITION: JsonObject = {
@@ -42,13 +40,6 @@ DEFINITION: JsonObject = {
         "remind": {"role": "AUTOMATION", "from": "open", "to": "open"},
     },
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture(scope="module")
@@ -72,19 +63,7 @@ def cli(h: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setattr(remote, "client", lambda: h.client())
 
-    def run(*args: str) -> Result:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["charter", *args])
-        try:
-            cli_main.main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        else:
-            code = 0
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+    return lambda *args: run_charter(monkeypatch, capsys, *args)
 
 
 def _row(out: str, word: str) -> str:
