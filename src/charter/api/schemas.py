@@ -56,14 +56,19 @@ SUBMISSION = request_body(
     "A signed v1 envelope (docs/wire-format.md); strict I-JSON, at most 2 MiB.",
 )
 
+# What a deploy and a deploy plan both take.
+_PATH_AND_DEFINITION: dict[str, Any] = {
+    "path": {"type": "string", "pattern": WORKFLOW_PATH, "maxLength": 1024},
+    "definition": {"type": "object"},
+}
+
 DEPLOY = request_body(
     {
         "type": "object",
         "required": ["path", "definition"],
         "additionalProperties": False,
         "properties": {
-            "path": {"type": "string", "pattern": WORKFLOW_PATH, "maxLength": 1024},
-            "definition": {"type": "object"},
+            **_PATH_AND_DEFINITION,
             "allow_stranding": {
                 "type": "boolean",
                 "description": "Deploy even if processes are stranded or work orphaned "
@@ -107,8 +112,7 @@ PLAN = request_body(
         "required": ["path", "definition"],
         "additionalProperties": False,
         "properties": {
-            "path": {"type": "string", "pattern": WORKFLOW_PATH, "maxLength": 1024},
-            "definition": {"type": "object"},
+            **_PATH_AND_DEFINITION,
             "cursor": {"type": "string", "description": "The `next_cursor` of a plan."},
         },
     },
