@@ -195,6 +195,7 @@ def test_success_answers_of_real_things_match_their_schemas(h: Harness) -> None:
     ):
         _listed(api.call("GET", path), legacy, filled=False)  # maybe empty: errands set no timers
     api.call("GET", "/v1/workflows/{path}", path_parameters={"path": ERRANDS})
+    _listed(api.call("GET", "/v1/workflows/{path}/states", path_parameters={"path": ERRANDS}))
     deploy = {"path": ERRANDS, "definition": ERRANDS_DEFINITION}
     api.call("POST", "/v1/workflows", 200, body=deploy)  # unchanged
     api.call("GET", "/v1/actors/{actor_id}", path_parameters={"actor_id": "clerk"})

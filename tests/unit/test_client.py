@@ -420,6 +420,7 @@ LISTS: dict[str, Callable[[Client], object]] = {
     "queue": lambda c: c.queue(),
     "events": lambda c: c.events("p-1"),
     "workflows": lambda c: c.workflows(),
+    "workflow_states": lambda c: c.workflow_states("shop/order"),
     "actors": lambda c: c.actors(),
     "machines": lambda c: c.machines(),
     "automations": lambda c: c.automations(),

@@ -148,6 +148,7 @@ LISTS = {
     "/v1/automation/queue": "queue",
     "/v1/processes/{process_id}/events": "events",
     "/v1/workflows": "workflows",
+    "/v1/workflows/{path}/states": None,
     "/v1/actors": "actors",
     "/v1/machines": "machines",
     "/v1/automations": None,

@@ -29,6 +29,7 @@ from charter.api import (
     routes_runs,
     routes_stream,
     routes_webhooks,
+    routes_workflow_states,
     routes_workflows,
 )
 from charter.api.contract import install_openapi
@@ -109,6 +110,9 @@ def create_app(
         routes_events,
         routes_operator,
         routes_processes,
+        # Before the registry's routes: its `/v1/workflows/{path:path}` would take a
+        # `/states` suffix for part of the path.
+        routes_workflow_states,
         routes_workflows,
         routes_actors,
         routes_automations,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     Verification = BaseModel
     Deployment = BaseModel
     WorkflowDetail = BaseModel
+    StateCount = BaseModel
     Deployed = BaseModel
     DeployPlan = BaseModel
     ProcessAutomation = BaseModel
@@ -40,6 +41,7 @@ else:
     Verification = model(wire.Verification)
     Deployment = model(wire.Deployment)
     WorkflowDetail = model(wire.Workflow)
+    StateCount = model(wire.StateCount)
     Deployed = model(wire.Deployed)
     DeployPlan = model(lifecycle.DeployPlan)
     ProcessAutomation = model(wire.ProcessAutomation)
@@ -111,6 +113,16 @@ Workflows = page_model(
     paged=False,
     old_key="workflows",
     description="Every deployed path's current deployment: the list envelope, never paged.",
+)
+
+WorkflowStates = page_model(
+    StateCount,
+    "WorkflowStates",
+    paged=False,
+    description="How many processes of a workflow path are in each state, by the revision of"
+    " their last event: the list envelope, never paged.",
+    items_description="Newest revision first, then by state; a (revision, state) without"
+    " processes is left out.",
 )
 
 Actors = page_model(

@@ -183,6 +183,22 @@ def revisions(conn: psycopg.Connection[tuple[object, ...]], path: str) -> list[D
     return [_deployment(r) for r in rows]
 
 
+def state_counts(
+    conn: psycopg.Connection[tuple[object, ...]], path: str
+) -> list[shapes.StateCount]:
+    """How many processes at `path` are in each state, by the revision of their last
+    event: newest revision first, then by state (UnknownWorkflow: nothing deployed)."""
+    with translated():
+        rows = conn.execute(query("workflow_state_counts"), {"path": path}).fetchall()
+        # No process there yet, or no workflow either: only the registry tells them apart.
+        deployed = bool(rows) or bool(
+            conn.execute(query("current_deployment"), {"path": path}).fetchone()
+        )
+    if not deployed:
+        raise UnknownWorkflow(f"no workflow is deployed at {path!r}")
+    return [shapes.StateCount(int(cast(int, r[0])), str(r[1]), int(cast(int, r[2]))) for r in rows]
+
+
 def _deployment(row: tuple[object, ...]) -> Deployment:
     return Deployment(
         str(row[0]),
@@ -217,3 +233,7 @@ def _check_path(path: object) -> None:
         raise Malformed(f"workflow path must be '/'-separated names: {path!r}")
     if len(path) > MAX_PATH_LENGTH:
         raise Malformed(f"workflow path is longer than {MAX_PATH_LENGTH} characters")
+    if path.endswith("/states"):
+        # `GET /v1/workflows/{path}/states` counts a path's processes: a workflow there
+        # could not be read.
+        raise Malformed(f"a workflow path cannot end in '/states': {path!r}")

@@ -69,6 +69,7 @@ from charter.sdk.results import (
     Run,
     RunDetail,
     Schedule,
+    StateCount,
     Stats,
     Verification,
     Webhook,
@@ -432,6 +433,11 @@ class AsyncClient:
     ) -> Workflow:
         """The current definition at `path` (or that of `revision`) and every revision."""
         return await self._run(calls.workflow(path, revision), timeout)
+
+    async def workflow_states(self, path: str, *, timeout: float | None = None) -> list[StateCount]:
+        """How many processes at `path` are in each state, by the revision of their last
+        event: newest revision first, then by state."""
+        return await self._run(calls.workflow_states(path), timeout)
 
     async def deploy_workflow(
         self,

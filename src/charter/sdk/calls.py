@@ -36,6 +36,7 @@ from charter.sdk.results import (
     Run,
     RunDetail,
     Schedule,
+    StateCount,
     Stats,
     Verification,
     Webhook,
@@ -189,6 +190,10 @@ def workflows() -> Call[list[Deployment]]:
 def workflow(path: str, revision: int | None = None) -> Call[Workflow]:
     params = {"revision": revision} if revision is not None else None
     return _get(f"/v1/workflows/{quote(path, safe='/')}", _Workflow, params)
+
+
+def workflow_states(path: str) -> Call[list[StateCount]]:
+    return _get(f"/v1/workflows/{quote(path, safe='/')}/states", _items(StateCount))
 
 
 def deploy_workflow(

@@ -70,6 +70,7 @@ from charter.sdk.results import (
     Run,
     RunDetail,
     Schedule,
+    StateCount,
     Stats,
     Verification,
     Webhook,
@@ -414,6 +415,11 @@ class Client:
     ) -> Workflow:
         """The current definition at `path` (or that of `revision`) and every revision."""
         return self._run(calls.workflow(path, revision), timeout)
+
+    def workflow_states(self, path: str, *, timeout: float | None = None) -> list[StateCount]:
+        """How many processes at `path` are in each state, by the revision of their last
+        event: newest revision first, then by state."""
+        return self._run(calls.workflow_states(path), timeout)
 
     def deploy_workflow(
         self,

@@ -56,6 +56,7 @@ from charter.wire.engine import Event as Event
 from charter.wire.engine import Problem as Problem
 from charter.wire.engine import Process as Process
 from charter.wire.engine import ProcessAutomation as ProcessAutomation
+from charter.wire.engine import StateCount as StateCount
 from charter.wire.engine import Stats as Stats
 from charter.wire.engine import Verification as Verification
 from charter.wire.engine import Workflow as Workflow

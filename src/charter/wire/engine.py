@@ -153,6 +153,16 @@ class Workflow(Wire):
 
 
 @dataclass(frozen=True)
+class StateCount(Wire):
+    """How many processes of a workflow path are in one state, among those whose last
+    event was decided under one revision."""
+
+    revision: Annotated[int, Meta(ge=1, description="The revision of their last event.")]
+    state: str
+    processes: Annotated[int, Meta(ge=1, description="How many processes.")]
+
+
+@dataclass(frozen=True)
 class Warning(Wire):
     """What a deploy noticed but did not refuse, and where in the definition."""
 

@@ -169,6 +169,17 @@ FROM charter.workflow_deployments
 WHERE path = %(path)s
 ORDER BY revision DESC
 
+-- workflow_state_counts --
+-- How many processes at a path are in each state, by the revision their last event was
+-- decided under (the head event: its seq is the process's), newest revision first. The
+-- states are ordered bytewise, whatever the database's collation.
+SELECT e.workflow_revision, p.state, count(*)
+FROM charter.processes p
+JOIN charter.events e ON e.process_id = p.id AND e.seq = p.seq
+WHERE p.workflow_path = %(path)s
+GROUP BY e.workflow_revision, p.state
+ORDER BY e.workflow_revision DESC, p.state COLLATE "C"
+
 -- scheduled_work_for_firing --
 -- The scheduled action an event fires (for the provenance check at fire time), whether
 -- its occurrence is due by the engine's clock, and the event that already fired that

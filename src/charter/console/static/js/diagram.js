@@ -1,6 +1,7 @@
 // A workflow drawn as an SVG state diagram, computed in the page: states are nodes in
 // layers (rows by longest path from the create actions), actions are edges labelled with
-// their roles; automatic and scheduled actions are marked. No layout service, no library.
+// their roles; automatic and scheduled actions are marked; given counts, each state wears
+// a badge with how many processes are in it. No layout service, no library.
 
 import { svg } from "./dom.js";
 
@@ -42,6 +43,30 @@ export function graph(definition) {
   }
   return { states, edges, usesAny };
 }
+
+/** Per state, how many processes are in it: `{total, revisions: [[revision, n], ...]}`,
+ * from the items of GET /v1/workflows/{path}/states (newest revision first, kept so). */
+export function tally(items) {
+  const byState = new Map();
+  for (const { revision, state, processes } of items) {
+    const entry = byState.get(state) ?? { total: 0, revisions: [] };
+    entry.total += processes;
+    entry.revisions.push([revision, processes]);
+    byState.set(state, entry);
+  }
+  return byState;
+}
+
+const NONE = { total: 0, revisions: [] };
+
+/** What hovering a state's badge says: its processes, by revision. */
+export function countTitle(state, { total, revisions }) {
+  if (total === 0) return "No process is in " + state;
+  const parts = revisions.map(([revision, n]) => n + " under revision " + revision);
+  return total + (total === 1 ? " process is" : " processes are") + " in " + state + ": " + parts.join(", ");
+}
+
+const badgeWidth = (total) => 7 * String(total).length + 14;
 
 /** Layers by longest path from the start over the actions, with the edges that close a
  * cycle (found depth-first) left out; states nothing reaches go last. Rows within a
@@ -94,12 +119,16 @@ export function layers({ states, edges, usesAny }) {
 }
 
 /** The diagram of `definition` as an <svg> element: layers run top to bottom (most
- * workflows are long chains with few branches, which fit a page's width this way). */
-export function diagram(definition) {
+ * workflows are long chains with few branches, which fit a page's width this way).
+ * `counts` (a `tally`) puts a badge on each state: how many processes are in it. */
+export function diagram(definition, { counts = null } = {}) {
   const shape = graph(definition);
   const { layer, row, columns } = layers(shape);
   const label = (node) => (node === START ? "" : node === ANY ? "any state" : node);
-  const nodeWidth = (node) => (node === START ? 16 : Math.max(100, 8 * label(node).length + 28));
+  const countOf = (node) => (counts && node !== START && node !== ANY ? counts.get(node) ?? NONE : null);
+  const badge = (node) => (countOf(node) ? badgeWidth(countOf(node).total) + 6 : 0);
+  const nodeWidth = (node) =>
+    node === START ? 16 : Math.max(100, 8 * label(node).length + 28) + badge(node);
   // Nodes of a layer sit side by side, with room on their right for edge labels.
   const widest = Math.max(100, ...[...layer.keys()].map(nodeWidth));
   const labels = Math.max(120, ...shape.edges.map(labelWidth));
@@ -161,10 +190,24 @@ export function diagram(definition) {
     const group = svg("g", {
       class: node === ANY ? "any" : "state", "data-state": node === ANY ? "*" : node,
     });
+    // The name is centred in what the badge (on the right, inside the box) leaves.
+    const named = b.w - badge(node);
     group.append(
       svg("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 8 }),
-      svg("text", { x: b.x + b.w / 2, y: b.y + b.h / 2 + 5, "text-anchor": "middle" }, b.label),
+      svg("text", { x: b.x + named / 2, y: b.y + b.h / 2 + 5, "text-anchor": "middle" }, b.label),
     );
+    const count = countOf(node);
+    if (count) {
+      const w = badgeWidth(count.total);
+      const x = b.x + b.w - w - 6;
+      const y = b.y + (b.h - 18) / 2;
+      group.append(
+        svg("g", { class: count.total ? "count" : "count none", "data-count": count.total },
+          svg("rect", { x, y, width: w, height: 18, rx: 9 }),
+          svg("text", { x: x + w / 2, y: y + 13, "text-anchor": "middle" }, String(count.total))),
+        svg("title", {}, countTitle(node, count)),
+      );
+    }
     root.append(group);
   }
   return root;

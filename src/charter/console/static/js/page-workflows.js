@@ -3,9 +3,9 @@
 
 import { get } from "./api.js";
 import { facts, h, json, link, paths, table } from "./dom.js";
-import { diagram } from "./diagram.js";
+import { diagram, tally } from "./diagram.js";
 import { shortHash, time } from "./format.js";
-import { section } from "./sections.js";
+import { problem, section } from "./sections.js";
 
 export function workflowsPage() {
   return {
@@ -33,6 +33,11 @@ export function workflowsPage() {
 export function workflowPage(path) {
   const encoded = path.split("/").map(encodeURIComponent).join("/");
   const loaded = get("/v1/workflows/" + encoded);
+  // Never rejected: without its counts the diagram is still drawn, and says why not.
+  const counted = get("/v1/workflows/" + encoded + "/states").then(
+    ({ items }) => ({ items }),
+    (error) => ({ error }),
+  );
   return {
     title: "Workflow " + path,
     content: [
@@ -40,12 +45,17 @@ export function workflowPage(path) {
       h("p", {}, link("processes?workflow=" + encodeURIComponent(path), "Processes of this workflow")),
       section("State diagram", async () => {
         const workflow = await loaded;
+        const { items, error } = await counted;
+        const counts = items ? tally(items) : null;
         return [
-          h("div", { class: "diagram-frame" }, diagram(workflow.definition)),
+          h("div", { class: "diagram-frame" }, diagram(workflow.definition, { counts })),
           h("p", { class: "legend muted" },
             "Boxes are states, arrows are actions labelled with the roles that may take them; ",
             "the dot starts create actions; violet dashed arrows (auto) fire by themselves, amber dotted ones (timer) when a schedule is due; ",
-            "loops are updates that keep the state; the dashed box stands for any state."),
+            "loops are updates that keep the state; the dashed box stands for any state",
+            counts ? "; the number on a state is how many processes are in it now, under any revision (hover it for each revision's)." : "."),
+          h("h3", {}, "Processes by state and revision"),
+          error ? problem(error) : stateCounts(workflow.definition, items, counts),
         ];
       }, { id: "diagram-card" }),
       section("Actions", async () => {
@@ -82,4 +92,42 @@ export function workflowPage(path) {
       }),
     ],
   };
+}
+
+/** The counts as a table: a row per state (the current definition's, then any that
+ * only older revisions have), a column per revision that has processes, and totals. */
+function stateCounts(definition, items, counts) {
+  if (items.length === 0) return h("p", { class: "muted", id: "state-counts" }, "No process runs this workflow yet.");
+  const revisions = [...new Set(items.map((i) => i.revision))]; // newest first, as answered
+  const current = Array.isArray(definition.states) ? definition.states.map(String) : [];
+  const states = [...current, ...[...counts.keys()].filter((s) => !current.includes(s))];
+  const cell = (n) => (n ? String(n) : h("span", { class: "muted" }, "0"));
+  const of = (state, revision) => items.find((i) => i.state === state && i.revision === revision)?.processes ?? 0;
+  const columns = [
+    {
+      title: "State",
+      cell: (state) => state === null
+        ? h("strong", {}, "All states")
+        : [h("span", { class: "state" }, state),
+           current.includes(state) ? null : h("span", { class: "muted" }, " not in the current revision")],
+    },
+    ...revisions.map((revision) => ({
+      title: "Revision " + revision,
+      cell: (state) => cell(state === null
+        ? items.filter((i) => i.revision === revision).reduce((a, i) => a + i.processes, 0)
+        : of(state, revision)),
+    })),
+    {
+      title: "All revisions",
+      cell: (state) => h("strong", {}, String(state === null
+        ? items.reduce((a, i) => a + i.processes, 0)
+        : (counts.get(state)?.total ?? 0))),
+    },
+  ];
+  const shown = table(columns, [...states, null]);
+  shown.id = "state-counts";
+  shown.classList.add("counts");
+  shown.querySelectorAll("tbody tr").forEach((tr, i) =>
+    i < states.length ? tr.setAttribute("data-state", states[i]) : tr.classList.add("total"));
+  return shown;
 }
