@@ -108,9 +108,9 @@ def typical() -> JsonObject:
 
 
 def worst() -> JsonObject:
-    """A change inside the action every history starts with."""
+    """A rule of the action every history starts with changes: every history replays."""
     changed: Any = copy.deepcopy(ORDER)
-    changed["actions"]["open"]["description"] = "A clerk opens the order."
+    changed["actions"]["open"]["when"] = "true"
     return dict(changed)
 
 
@@ -258,9 +258,11 @@ def phases(target: Target, definition: JsonObject) -> dict[str, float]:
         with timed("event pairs"):
             pairs = reads.event_pairs()
         old = reads.definitions(sorted({version for version, _ in pairs}))
-        changed = Fingerprints(definition, old).changed(pairs)
-        with timed("processes with changed pairs"):
-            ids = reads.processes_with(sorted(changed)) if changed else []
+        fingerprints = Fingerprints(definition, old)
+        changed = fingerprints.changed(pairs)
+        with timed("first changed events"):
+            firsts = reads.first_changed_events(sorted(changed)) if changed else []
+        ids = [process for process, _, action in firsts if not fingerprints.gone(action)]
         workflow = parse_definition(target.path, definition)
         histories = iter(reads.histories(ids))
         while True:
@@ -407,13 +409,13 @@ def explain(target: Target, definition: JsonObject) -> None:
         one_snapshot(conn)
         reads = PlanReads(conn, target.path)
         pairs = reads.event_pairs()
-        ids = reads.processes_with(sorted(set(pairs)))[:1000]
+        ids = [p for p, _, _ in reads.first_changed_events(sorted(set(pairs)))][:1000]
     versions = [v for v, _ in pairs]
     statements: dict[str, dict[str, object]] = {
         "plan_state_counts": {"path": target.path},
         "plan_live_work_counts": {"path": target.path},
         "plan_event_pairs": {"path": target.path},
-        "plan_processes_with_pairs": {
+        "plan_first_changed_events": {
             "path": target.path, "versions": versions, "actions": [a for _, a in pairs],
         },
         "plan_histories": {"ids": ids},

@@ -4,12 +4,17 @@ Each event is decided again with the engine's pure `decide` under the new defini
 from the state the events before it produced there, with the actor context recorded for
 it: the first event the rules refuse is where the history diverges.
 
-Replaying every history is not needed. `decide` reads, of a definition, only the action
-an event names (and its `dsl` version); so when every event of a history names an
-action whose definition is byte-for-byte the same, after canonicalisation, in the
-version that decided it and in the new one, each event decides as it did then and the
-history is accepted. `Fingerprints` finds those (version, action) pairs, and only the
-histories that hold another are replayed.
+Replaying every history is not needed. Whether `decide` accepts an event, and the state
+and data it leaves, depend of a definition only on the action the event names (and the
+`dsl` version): its `type`, roles, `from`, `to`, `when`, `input` and `mutate`, which
+must be the same after canonicalisation; its `schedule` and `spawn` templates, which may
+refuse when they render, so the new ones must be the same or absent; never its
+`description`, `cancel` or `auto` (other actions' `auto` data never refuses an event).
+Where every event of a history names such an unchanged action, each decides as it did
+then and the history is accepted. `Fingerprints` finds the (version, action) pairs that
+changed. A history whose first changed event names an action the new definition no
+longer has diverges right there (`unknown_action`, the first check `decide` makes);
+only the others are replayed.
 """
 
 from __future__ import annotations
@@ -20,15 +25,20 @@ from dataclasses import dataclass
 from charter.core.canonical import canonical_bytes
 from charter.core.envelope import Envelope
 from charter.core.errors import CharterError
-from charter.core.jsontypes import JsonValue
+from charter.core.jsontypes import JsonObject, JsonValue
 from charter.dsl.model import MIGRATE_ACTION, Workflow
 from charter.engine.records import ActorContext, ProcessView
 from charter.engine.rules import decide
 
+NEVER_REFUSE = ("description", "cancel", "auto")
+"""Keys of an action that neither refuse an event nor change the state or data it leaves."""
+MAY_REFUSE = ("schedule", "spawn")
+"""Keys whose templates may refuse an event when they render: removing them cannot."""
 
-def action_fingerprint(definition: JsonValue, action: str) -> bytes | None:
-    """The canonical bytes `decide` depends on for `action` under `definition`; None
-    when the definition has no such action."""
+
+def action_core(definition: JsonValue, action: str) -> tuple[bytes, JsonObject] | None:
+    """The canonical bytes of what decides `action` under `definition`, with its
+    `schedule` and `spawn` apart; None when the definition has no such action."""
     if not isinstance(definition, dict):
         return None
     if action == MIGRATE_ACTION:
@@ -41,12 +51,14 @@ def action_fingerprint(definition: JsonValue, action: str) -> bytes | None:
             "s": definition.get("states"),
             "d": definition.get("dsl"),
         }
-        return canonical_bytes(relevant)
+        return canonical_bytes(relevant), {}
     actions = definition.get("actions")
     spec = actions.get(action) if isinstance(actions, dict) else None
-    if spec is None:
+    if not isinstance(spec, dict):
         return None
-    return canonical_bytes({"a": spec, "d": definition.get("dsl")})
+    core = {k: v for k, v in spec.items() if k not in NEVER_REFUSE and k not in MAY_REFUSE}
+    effects: JsonObject = {k: spec[k] for k in MAY_REFUSE if k in spec}
+    return canonical_bytes({"a": core, "d": definition.get("dsl")}), effects
 
 
 @dataclass(frozen=True)
@@ -60,11 +72,27 @@ class Fingerprints:
         """The pairs whose action may decide differently now (or is gone)."""
         found: set[tuple[str, str]] = set()
         for version, action in pairs:
-            new = action_fingerprint(self.new_definition, action)
-            old = self.old_definitions.get(version)
-            if new is None or old is None or action_fingerprint(old, action) != new:
+            if not self._same(version, action):
                 found.add((version, action))
         return found
+
+    def gone(self, action: str) -> bool:
+        """Whether the new definition has no action `action` (nor a migration block)."""
+        return action_core(self.new_definition, action) is None
+
+    def _same(self, version: str, action: str) -> bool:
+        new = action_core(self.new_definition, action)
+        old_definition = self.old_definitions.get(version)
+        old = None if old_definition is None else action_core(old_definition, action)
+        if new is None or old is None or new[0] != old[0]:
+            return False
+        # A schedule or spawn the new action has must be the one the old had; one it
+        # dropped cannot refuse anything.
+        new_effects, old_effects = new[1], old[1]
+        return all(
+            key in old_effects and canonical_bytes(value) == canonical_bytes(old_effects[key])
+            for key, value in new_effects.items()
+        )
 
 
 @dataclass(frozen=True)

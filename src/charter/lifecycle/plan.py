@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from charter.core.errors import UnknownWorkflow
+from charter.core.errors import CharterError, UnknownWorkflow
 from charter.core.errors.lists import InvalidCursor
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Conn
@@ -185,16 +185,32 @@ class Planner:
             return []
         pairs = self.reads.event_pairs()
         old = self.reads.definitions(sorted({version for version, _ in pairs}))
-        changed = Fingerprints(self.definition, old).changed(pairs)
+        fingerprints = Fingerprints(self.definition, old)
+        changed = fingerprints.changed(pairs)
         if not changed:
             return []
         found: list[Diverging] = []
-        for history in self.reads.histories(self.reads.processes_with(sorted(changed))):
+        replayed: list[str] = []
+        for process, seq, action in self.reads.first_changed_events(sorted(changed)):
+            if fingerprints.gone(action):
+                # Everything before decides as it did; this one names no action now.
+                refusal = self._unknown(action)
+                found.append(Diverging(process, seq, refusal.code, refusal.message))
+            else:
+                replayed.append(process)
+        for history in self.reads.histories(replayed):
             first = first_divergence(history.process, history.parent, self.workflow,
                                      history.events)  # fmt: skip
             if first is not None:
                 found.append(Diverging(history.process, first.seq, first.code, first.message))
-        return found
+        return sorted(found, key=lambda d: d.process)
+
+    def _unknown(self, action: str) -> CharterError:
+        try:
+            self.workflow.action(action)
+        except CharterError as exc:
+            return exc
+        raise AssertionError(f"{action!r} is an action of the new definition")
 
     def plan(
         self, cursor: PlanCursor | None = None, *, limit: int = PAGE, replay: bool = True

@@ -94,16 +94,17 @@ class PlanReads:
         rows = self.conn.execute(query("plan_event_pairs"), {"path": self.path}).fetchall()
         return [(str(version), str(action)) for version, action in rows]
 
-    def processes_with(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    def first_changed_events(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, int, str]]:
+        """(process, seq, action) of each process's first event of one of `pairs`, by id."""
         rows = self.conn.execute(
-            query("plan_processes_with_pairs"),
+            query("plan_first_changed_events"),
             {
                 "path": self.path,
                 "versions": [version for version, _ in pairs],
                 "actions": [action for _, action in pairs],
             },
         ).fetchall()
-        return [str(row[0]) for row in rows]
+        return [(str(p), int(cast(int, seq)), str(a)) for p, seq, a in rows]
 
     def histories(self, process_ids: Sequence[str]) -> Iterator[History]:
         """Each process's history, in the order given (ids sorted), a chunk at a time."""

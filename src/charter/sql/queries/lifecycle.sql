@@ -61,14 +61,15 @@ SELECT DISTINCT workflow_version, action
 FROM charter.events
 WHERE workflow_path = %(path)s
 
--- plan_processes_with_pairs --
--- The processes of a path with at least one event of the given (version, action) pairs.
-SELECT DISTINCT e.process_id
+-- plan_first_changed_events --
+-- For each process of a path with an event of the given (version, action) pairs, the
+-- first such event: its seq and action.
+SELECT DISTINCT ON (e.process_id) e.process_id, e.seq, e.action
 FROM charter.events e
 JOIN unnest(%(versions)s::text[], %(actions)s::text[]) AS c(workflow_version, action)
   USING (workflow_version, action)
 WHERE e.workflow_path = %(path)s
-ORDER BY e.process_id
+ORDER BY e.process_id, e.seq
 
 -- plan_histories --
 -- The events of the given processes, in seq order, with what a replay needs, and each
@@ -78,6 +79,7 @@ SELECT e.process_id, p.parent_id, e.seq, e.kind, e.hash, e.envelope::text, e.act
 FROM charter.events e
 JOIN charter.processes p ON p.id = e.process_id
 WHERE e.process_id = ANY (%(ids)s::text[])
+  AND p.id = ANY (%(ids)s::text[])  -- both sides by key: a merge join, not a scan
 ORDER BY e.process_id, e.seq
 
 -- plan_definitions --
