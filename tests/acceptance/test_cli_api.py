@@ -173,7 +173,11 @@ def test_an_operator_migrates_processes_a_new_revision_left_behind(
     for pid in ("order-1", "order-2"):
         _ok(run_charter("submit", *clerk, "--process", pid, "--action", "order", env=env))
         _ok(run_charter("submit", *clerk, "--process", pid, "--action", "ship", env=env))
-    _ok(run_charter("workflows", "deploy", SHOP, str(tmp_path / "v2.json"), env=env))
+    v2 = ["workflows", "deploy", SHOP, str(tmp_path / "v2.json")]
+    refused = run_charter(*v2, env=env)  # it would strand the two shipped orders
+    assert refused.returncode == 1
+    assert "would leave 2 stranded" in refused.stderr
+    _ok(run_charter(*v2, "--allow-stranding", env=env))
 
     migrate = ["workflows", "migrate", SHOP, "--map", "shipped=delivered", "--reason", "OPS-77"]
     plan = _ok(run_charter(*migrate, "--dry-run", env=env))
