@@ -40,7 +40,7 @@ def deploy_guarded(
         groups = planner.groups()
         left = groups if migration_map is None else covered(groups, migration_map)
         if (left.stranded or left.orphaned) and not allow_stranding:
-            plan = planner.plan(limit=FIRST_IDS, replay=False)
+            plan = planner.plan(limit=FIRST_IDS, replay=False, groups=groups)
             counts = plan.counts()
             said = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items())
             raise StrandsProcesses(

@@ -213,12 +213,18 @@ class Planner:
         raise AssertionError(f"{action!r} is an action of the new definition")
 
     def plan(
-        self, cursor: PlanCursor | None = None, *, limit: int = PAGE, replay: bool = True
+        self,
+        cursor: PlanCursor | None = None,
+        *,
+        limit: int = PAGE,
+        replay: bool = True,
+        groups: StateGroups | None = None,
     ) -> DeployPlan:
         """The plan's counts and one page of each list; `replay=False` leaves out the
-        diverging list (the one part that reads every changed history)."""
+        diverging list (the one part that reads every changed history). `groups`: what
+        `groups()` answered already for this plan, not read again."""
         cursor = cursor or PlanCursor()
-        groups = self.groups()
+        groups = groups if groups is not None else self.groups()
         stranded: list[Stranded] = []
         next_stranded: str | None = None
         if cursor.stranded is not None and groups.stranded:
