@@ -15,7 +15,11 @@ candidate definitions are planned against it:
 - typical: `shipped`, `delivered`, `ship`, `deliver` and `remind` dropped, and `pack`'s
   schedule with them (stranded processes, orphaned timers, and the replay of the
   histories that used `pack`, `ship` or `deliver`);
-- worst: `open` gets a description inside the action (every history is replayed).
+- rule: `open` gets a `when` (every history is replayed, up to its first event: a rule
+  that only accepts or refuses changes no state or data, so the events after the last
+  changed one decide as they did);
+- worst: `open` sets a field (every event of every history is replayed: the data each
+  leaves may differ now).
 
 Each size is populated once; then every case is timed in turn, size after size, for
 `--runs` interleaved rounds. Figures are printed, never asserted.
@@ -107,14 +111,25 @@ def typical() -> JsonObject:
     return dict(changed)
 
 
-def worst() -> JsonObject:
-    """A rule of the action every history starts with changes: every history replays."""
+def rule() -> JsonObject:
+    """A rule of the action every history starts with changes: every history replays
+    its first event."""
     changed: Any = copy.deepcopy(ORDER)
     changed["actions"]["open"]["when"] = "true"
     return dict(changed)
 
 
-CASES: dict[str, Callable[[], JsonObject]] = {"noop": noop, "typical": typical, "worst": worst}
+def worst() -> JsonObject:
+    """The data the action every history starts with leaves changes: every event of
+    every history replays."""
+    changed: Any = copy.deepcopy(ORDER)
+    changed["actions"]["open"]["mutate"] = {"$set": {"channel": "web"}}
+    return dict(changed)
+
+
+CASES: dict[str, Callable[[], JsonObject]] = {
+    "noop": noop, "typical": typical, "rule": rule, "worst": worst,
+}  # fmt: skip
 
 
 # --- population ---------------------------------------------------------------------------
@@ -236,9 +251,12 @@ def guard_refuses_over_http(target: Target, definition: JsonObject) -> None:
         raise RuntimeError(f"expected 409, got {response.status_code}: {response.text[:200]}")
 
 
+COUNTS = ("replayed", "events replayed")  # of `phases`' figures, those that are no times
+
+
 def phases(target: Target, definition: JsonObject) -> dict[str, float]:
     """Where one plan's time goes: each read of `PlanReads`, and the replay (ms)."""
-    from charter.lifecycle.divergence import Fingerprints, first_divergence
+    from charter.lifecycle.divergence import first_divergence
 
     spent: dict[str, float] = {}
 
@@ -251,20 +269,14 @@ def phases(target: Target, definition: JsonObject) -> dict[str, float]:
     with target.database.connection(Role.READER) as conn, conn.transaction():
         one_snapshot(conn)
         reads = PlanReads(conn, target.path)
-        with timed("state counts"):
-            reads.state_counts()
-        with timed("work groups"):
-            reads.work_groups()
-        with timed("event pairs"):
-            pairs = reads.event_pairs()
-        old = reads.definitions(sorted({version for version, _ in pairs}))
-        fingerprints = Fingerprints(definition, old)
-        changed = fingerprints.changed(pairs)
-        with timed("first changed events"):
-            firsts = reads.first_changed_events(sorted(changed)) if changed else []
-        ids = [process for process, _, action in firsts if not fingerprints.gone(action)]
         workflow = parse_definition(target.path, definition)
-        histories = iter(reads.histories(ids))
+        planner = Planner(conn, target.registry, target.path, definition, workflow)
+        with timed("state groups"):
+            planner.groups()
+        with timed("replay targets"):
+            _, replayed = planner.replay_targets()
+        histories = iter(reads.histories(replayed))
+        events = 0
         while True:
             with timed("histories read"):
                 history = next(histories, None)
@@ -272,7 +284,9 @@ def phases(target: Target, definition: JsonObject) -> dict[str, float]:
                 break
             with timed("replay (decide)"):
                 first_divergence(history.process, history.parent, workflow, history.events)
-    spent["replayed"] = float(len(ids))
+            events += len(history.events)
+    spent["replayed"] = float(len(replayed))
+    spent["events replayed"] = float(events)
     return spent
 
 
@@ -392,10 +406,10 @@ def main(args: argparse.Namespace) -> None:
 
         breakdown: list[dict[str, object]] = []
         for target in targets:
-            for name in ("typical", "worst"):
+            for name in ("typical", "rule", "worst"):
                 spent = phases(target, definitions[name])
                 breakdown.append({"live processes": target.size, "case": name,
-                                  **{k: (f"{v:,.0f}" if k == "replayed" else f"{v:,.1f}")
+                                  **{k: (f"{v:,.0f}" if k in COUNTS else f"{v:,.1f}")
                                      for k, v in spent.items()}})  # fmt: skip
         print_results("Where one plan's time goes (ms; one instrumented plan each)", breakdown,
                       width=150)  # fmt: skip
@@ -408,17 +422,19 @@ def explain(target: Target, definition: JsonObject) -> None:
     with target.database.connection(Role.READER) as conn, conn.transaction():
         one_snapshot(conn)
         reads = PlanReads(conn, target.path)
-        pairs = reads.event_pairs()
-        ids = [p for p, _, _ in reads.first_changed_events(sorted(set(pairs)))][:1000]
+        pairs = sorted(set(reads.event_pairs()))
+        spans = reads.changed_spans(pairs, set())[:1000]
     versions = [v for v, _ in pairs]
     statements: dict[str, dict[str, object]] = {
         "plan_state_counts": {"path": target.path},
         "plan_live_work_counts": {"path": target.path},
         "plan_event_pairs": {"path": target.path},
-        "plan_first_changed_events": {
+        "plan_changed_spans": {
             "path": target.path, "versions": versions, "actions": [a for _, a in pairs],
+            "reshapes": [False for _ in pairs],
         },
-        "plan_histories": {"ids": ids},
+        "plan_histories": {"ids": [s.process for s in spans],
+                           "upto": [s.last_seq for s in spans]},
         "plan_processes_in_states": {
             "path": target.path, "states": ["packed", "shipped", "delivered"], "after": "",
             "limit": FIRST_IDS + 1,

@@ -169,6 +169,28 @@ def test_a_changed_rule_diverges_only_the_histories_it_refuses(h: Harness) -> No
     assert plan["counts"]["stranded"] == plan["counts"]["orphaned_work"] == 0
 
 
+def test_data_a_changed_action_leaves_differently_is_replayed_past_it(h: Harness) -> None:
+    # `open` now sets a field that a rule of `ship`, unchanged, reads: the third event of
+    # a shipped order is refused though its own action did not change.
+    held: Any = copy.deepcopy(ORDER)
+    held["actions"]["ship"]["when"] = "hold is null"
+    orders = Orders(h, held)
+    shipped = orders.walk("open", "pack", "ship")
+    orders.walk("open", "pack")
+    changed: Any = copy.deepcopy(held)
+    changed["actions"]["open"]["mutate"] = {"$set": {"hold": True}}
+    plan = orders.plan(changed)
+    assert [(d["process"], d["seq"], d["code"]) for d in plan["diverging"]] == [
+        (shipped, 3, "condition_failed")
+    ]
+    # A rule of `open` alone changes no data: what follows it decides as it did.
+    only_rule: Any = copy.deepcopy(held)
+    only_rule["actions"]["open"]["when"] = "true"
+    assert orders.plan(only_rule)["counts"]["diverging"] == 0
+    only_rule["actions"]["open"]["when"] = "false"
+    assert orders.plan(only_rule)["counts"]["diverging"] == 2
+
+
 def test_the_first_deploy_plans_nothing_and_the_same_definition_names_dead_work(
     h: Harness,
 ) -> None:

@@ -71,3 +71,36 @@ def test_a_dropped_action_and_a_version_not_known_are_changed() -> None:
     assert fingerprints.gone("charter:migrate")  # no migration block
     new["migration"] = {"role": ["clerk"]}
     assert not Fingerprints(new, {"v1": OLD}).gone("charter:migrate")
+
+
+@pytest.mark.parametrize(
+    ("edit", "reshapes"),
+    [
+        (lambda a: a["open"].update(when="true"), False),
+        (lambda a: a["open"].update(role="AUTOMATION"), False),
+        (lambda a: a["open"].update(input={"type": "object"}), False),
+        (lambda a: a["open"]["schedule"][0].update(data={"n": 1}), False),
+        (lambda a: a["open"].update(to="done"), True),
+        (lambda a: a["open"].update(mutate={"$set": {"n": 1}}), True),
+        (lambda a: a["open"].pop("type"), True),
+        (lambda a: a.pop("open"), True),
+    ],
+)
+def test_only_type_to_and_mutate_reshape_what_an_accepted_event_leaves(
+    edit: Any, reshapes: bool
+) -> None:
+    new = copy.deepcopy(OLD)
+    edit(new["actions"])
+    fingerprints = Fingerprints(new, {"v1": OLD})
+    assert fingerprints.changed([("v1", "open")]) == {("v1", "open")}
+    assert bool(fingerprints.reshaping([("v1", "open")])) is reshapes
+    assert fingerprints.reshaping([("v0", "open")]) == {("v0", "open")}  # version not known
+
+
+def test_any_change_to_the_migration_block_reshapes() -> None:
+    old = copy.deepcopy(OLD) | {"migration": {"role": ["clerk"]}}
+    new = copy.deepcopy(old)
+    new["states"] = [*new["states"], "archived"]
+    pair = ("v1", "charter:migrate")
+    assert Fingerprints(new, {"v1": old}).reshaping([pair]) == {pair}
+    assert not Fingerprints(old, {"v1": old}).changed([pair])

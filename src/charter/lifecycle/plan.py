@@ -27,6 +27,7 @@ from charter.lifecycle.reach import UNREACHABLE, Reach, stranded_reason
 from charter.lifecycle.store import PlanReads, WorkGroup
 
 PAGE = 100
+WHOLE = 2**31 - 1  # as a last seq to read: every event of the history
 
 
 @dataclass(frozen=True)
@@ -181,29 +182,40 @@ class Planner:
 
     def diverging(self) -> list[Diverging]:
         """Every process whose history the new definition refuses, by process id."""
-        if self.first_deploy:
-            return []
-        pairs = self.reads.event_pairs()
-        old = self.reads.definitions(sorted({version for version, _ in pairs}))
-        fingerprints = Fingerprints(self.definition, old)
-        changed = fingerprints.changed(pairs)
-        if not changed:
-            return []
-        found: list[Diverging] = []
-        replayed: list[str] = []
-        for process, seq, action in self.reads.first_changed_events(sorted(changed)):
-            if fingerprints.gone(action):
-                # Everything before decides as it did; this one names no action now.
-                refusal = self._unknown(action)
-                found.append(Diverging(process, seq, refusal.code, refusal.message))
-            else:
-                replayed.append(process)
+        found, replayed = self.replay_targets()
         for history in self.reads.histories(replayed):
             first = first_divergence(history.process, history.parent, self.workflow,
                                      history.events)  # fmt: skip
             if first is not None:
                 found.append(Diverging(history.process, first.seq, first.code, first.message))
         return sorted(found, key=lambda d: d.process)
+
+    def replay_targets(self) -> tuple[list[Diverging], list[tuple[str, int]]]:
+        """The histories that diverge without a replay, and the (process, last seq) of
+        each one to replay, by process id."""
+        if self.first_deploy:
+            return [], []
+        pairs = self.reads.event_pairs()
+        old = self.reads.definitions(sorted({version for version, _ in pairs}))
+        fingerprints = Fingerprints(self.definition, old)
+        changed = sorted(fingerprints.changed(pairs))
+        if not changed:
+            return [], []
+        reshaping = fingerprints.reshaping(changed)
+        gone = {action: fingerprints.gone(action) for _, action in changed}
+        found: list[Diverging] = []
+        replayed: list[tuple[str, int]] = []
+        for span in self.reads.changed_spans(changed, reshaping):
+            if gone[span.first_action]:
+                # Everything before decides as it did; this one names no action now.
+                refusal = self._unknown(span.first_action)
+                found.append(Diverging(span.process, span.first_seq, refusal.code,
+                                       refusal.message))  # fmt: skip
+            else:
+                # Past its last changed event a history that nothing reshapes decides
+                # as it did: those events are not read.
+                replayed.append((span.process, WHOLE if span.reshapes else span.last_seq))
+        return found, replayed
 
     def _unknown(self, action: str) -> CharterError:
         try:

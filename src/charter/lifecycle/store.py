@@ -3,7 +3,7 @@ of the caller's transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass
 from typing import cast
 
@@ -34,6 +34,17 @@ class LiveWork:
     action: str
     schedule_id: str | None
     state: str
+
+
+@dataclass(frozen=True)
+class ChangedSpan:
+    """Where a process's events of changed actions lie in its history."""
+
+    process: str
+    first_seq: int
+    first_action: str
+    last_seq: int
+    reshapes: bool  # whether one of them may leave another state or data now
 
 
 @dataclass(frozen=True)
@@ -94,23 +105,33 @@ class PlanReads:
         rows = self.conn.execute(query("plan_event_pairs"), {"path": self.path}).fetchall()
         return [(str(version), str(action)) for version, action in rows]
 
-    def first_changed_events(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, int, str]]:
-        """(process, seq, action) of each process's first event of one of `pairs`, by id."""
+    def changed_spans(
+        self, pairs: Sequence[tuple[str, str]], reshaping: Set[tuple[str, str]]
+    ) -> list[ChangedSpan]:
+        """Where each process's events of `pairs` lie, by process id."""
         rows = self.conn.execute(
-            query("plan_first_changed_events"),
+            query("plan_changed_spans"),
             {
                 "path": self.path,
                 "versions": [version for version, _ in pairs],
                 "actions": [action for _, action in pairs],
+                "reshapes": [pair in reshaping for pair in pairs],
             },
         ).fetchall()
-        return [(str(p), int(cast(int, seq)), str(a)) for p, seq, a in rows]
+        return [
+            ChangedSpan(str(p), int(cast(int, first)), str(a), int(cast(int, last)), bool(r))
+            for p, first, a, last, r in rows
+        ]
 
-    def histories(self, process_ids: Sequence[str]) -> Iterator[History]:
-        """Each process's history, in the order given (ids sorted), a chunk at a time."""
-        for start in range(0, len(process_ids), HISTORY_CHUNK):
-            chunk = list(process_ids[start : start + HISTORY_CHUNK])
-            rows = self.conn.execute(query("plan_histories"), {"ids": chunk}).fetchall()
+    def histories(self, wanted: Sequence[tuple[str, int]]) -> Iterator[History]:
+        """Each (process, up to seq)'s history, in the order given (ids sorted), a chunk
+        at a time."""
+        for start in range(0, len(wanted), HISTORY_CHUNK):
+            chunk = wanted[start : start + HISTORY_CHUNK]
+            rows = self.conn.execute(
+                query("plan_histories"),
+                {"ids": [p for p, _ in chunk], "upto": [seq for _, seq in chunk]},
+            ).fetchall()
             yield from _grouped(rows)
 
     def definitions(self, versions: Sequence[str]) -> dict[str, JsonValue]:

@@ -61,25 +61,31 @@ SELECT DISTINCT workflow_version, action
 FROM charter.events
 WHERE workflow_path = %(path)s
 
--- plan_first_changed_events --
--- For each process of a path with an event of the given (version, action) pairs, the
--- first such event: its seq and action.
-SELECT DISTINCT ON (e.process_id) e.process_id, e.seq, e.action
+-- plan_changed_spans --
+-- For each process of a path with an event of the given (version, action) pairs: the
+-- first such event (seq and action), the last one's seq, and whether any of them is of a
+-- pair marked as reshaping.
+SELECT e.process_id,
+       min(e.seq),
+       (array_agg(e.action ORDER BY e.seq))[1],
+       max(e.seq),
+       bool_or(c.reshapes)
 FROM charter.events e
-JOIN unnest(%(versions)s::text[], %(actions)s::text[]) AS c(workflow_version, action)
+JOIN unnest(%(versions)s::text[], %(actions)s::text[], %(reshapes)s::boolean[])
+  AS c(workflow_version, action, reshapes)
   USING (workflow_version, action)
 WHERE e.workflow_path = %(path)s
-ORDER BY e.process_id, e.seq
+GROUP BY e.process_id
+ORDER BY e.process_id
 
 -- plan_histories --
--- The events of the given processes, in seq order, with what a replay needs, and each
--- process's parent.
+-- The events of the given processes up to the given seq of each, in seq order, with what
+-- a replay needs, and each process's parent.
 SELECT e.process_id, p.parent_id, e.seq, e.kind, e.hash, e.envelope::text, e.actor_id,
        e.actor, e.actor_roles
-FROM charter.events e
-JOIN charter.processes p ON p.id = e.process_id
-WHERE e.process_id = ANY (%(ids)s::text[])
-  AND p.id = ANY (%(ids)s::text[])  -- both sides by key: a merge join, not a scan
+FROM unnest(%(ids)s::text[], %(upto)s::integer[]) AS u(id, upto)
+JOIN charter.processes p ON p.id = u.id
+JOIN charter.events e ON e.process_id = u.id AND e.seq <= u.upto
 ORDER BY e.process_id, e.seq
 
 -- plan_definitions --
