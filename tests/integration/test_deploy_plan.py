@@ -191,6 +191,25 @@ def test_data_a_changed_action_leaves_differently_is_replayed_past_it(h: Harness
     assert orders.plan(only_rule)["counts"]["diverging"] == 2
 
 
+def test_a_plan_without_replay_leaves_out_only_the_diverging_list(h: Harness) -> None:
+    orders = Orders(h)
+    orders.walk("open", "pack", "ship")
+    whole = orders.plan(DROPPED)
+    brief = orders.plan(DROPPED, replay=False)
+    assert brief["counts"] == {k: n for k, n in whole["counts"].items() if k != "diverging"}
+    assert "diverging" not in brief
+    assert (brief["stranded"], brief["orphaned_work"]) == (
+        whole["stranded"],
+        whole["orphaned_work"],
+    )
+    response = h.http.post(
+        "/v1/workflows/plan",
+        json={"path": orders.path, "definition": DROPPED, "replay": "no"},
+        headers=bearer(h.admin),
+    )
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "malformed")
+
+
 def test_the_first_deploy_plans_nothing_and_the_same_definition_names_dead_work(
     h: Harness,
 ) -> None:

@@ -149,8 +149,10 @@ def plan_workflow(
     """What deploying a definition at a path would do to the processes there, without
     deploying it: the processes it would strand, the timers and queue rows it would
     orphan, and the processes whose history it would not accept (docs/lifecycle.md).
-    Counts are whole; each list holds up to 100 entries, `next_cursor` pages on."""
-    request = fields(body, {"path", "definition"}, {"cursor"})
+    Counts are whole; each list holds up to 100 entries, `next_cursor` pages on.
+    `"replay": false` leaves out the diverging list, the one part that replays histories."""
+    request = fields(body, {"path", "definition"}, {"cursor", "replay"})
+    replay = flag(request, "replay", default=True)
     path = text(request, "path")
     workflow = parse_definition(path, request["definition"])
     cursor = PlanCursor.decode(text(request, "cursor")) if "cursor" in request else None
@@ -158,12 +160,12 @@ def plan_workflow(
     with context.database.connection(Role.READER) as conn, conn.transaction():
         one_snapshot(conn)
         planner = Planner(conn, context.engine.registry, path, request["definition"], workflow)
-        plan = planner.plan(cursor)
+        plan = planner.plan(cursor, replay=replay)
     return JSONResponse(plan.to_json())
 
 
-def flag(body: JsonObject, key: str) -> bool:
-    value = body.get(key, False)
+def flag(body: JsonObject, key: str, *, default: bool = False) -> bool:
+    value = body.get(key, default)
     if not isinstance(value, bool):
         raise Malformed(f"{key} must be true or false", field=key)
     return value

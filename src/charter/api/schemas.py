@@ -114,6 +114,12 @@ PLAN = request_body(
         "properties": {
             **_PATH_AND_DEFINITION,
             "cursor": {"type": "string", "description": "The `next_cursor` of a plan."},
+            "replay": {
+                "type": "boolean",
+                "default": True,
+                "description": "false: leave out the diverging list and its count (no "
+                "history is replayed).",
+            },
         },
     },
     "A definition to plan deploying at a path; nothing is deployed.",

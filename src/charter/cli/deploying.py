@@ -77,10 +77,12 @@ def _list(answer: JsonObject, key: str) -> list[JsonValue]:
     return list(found) if isinstance(found, list) else []
 
 
-def _pages(api: Client, path: str, definition: JsonValue) -> Iterator[DeployPlan]:
+def _pages(
+    api: Client, path: str, definition: JsonValue, *, replay: bool = True
+) -> Iterator[DeployPlan]:
     cursor: str | None = None
     while True:
-        page = api.plan_workflow(path, definition, cursor=cursor)
+        page = api.plan_workflow(path, definition, cursor=cursor, replay=replay)
         yield page
         if page.next_cursor is None:
             return
@@ -204,7 +206,8 @@ def _deploy(
 def _orphans(api: Client, path: str, definition: JsonValue) -> dict[str, list[str]]:
     """The processes with orphaned work, each with the schedules a migration cancels."""
     found: dict[str, list[str]] = {}
-    for page in _pages(api, path, definition):
+    # Only the orphaned work is needed: no history is replayed for it.
+    for page in _pages(api, path, definition, replay=False):
         for work in page.orphaned_work:
             listed = found.setdefault(work.process, [])
             if work.schedule_id is not None and work.schedule_id not in listed:

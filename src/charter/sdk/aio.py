@@ -460,11 +460,13 @@ class AsyncClient:
         definition: JsonValue,
         *,
         cursor: str | None = None,
+        replay: bool = True,
         timeout: float | None = None,
     ) -> DeployPlan:
         """What deploying `definition` at `path` would do; nothing is deployed. The
-        lists hold up to 100 entries each: pass `next_cursor` as `cursor` for more."""
-        return await self._run(calls.plan_workflow(path, definition, cursor), timeout)
+        lists hold up to 100 entries each: pass `next_cursor` as `cursor` for more.
+        `replay=False` leaves out the diverging list (no history is replayed)."""
+        return await self._run(calls.plan_workflow(path, definition, cursor, replay), timeout)
 
     async def actors(self, *, timeout: float | None = None) -> list[Actor]:
         return await self._run(calls.actors(), timeout)

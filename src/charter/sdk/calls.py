@@ -211,10 +211,14 @@ def deploy_workflow(
     return _send("POST", "/v1/workflows", _Deployed, body, expect=frozenset({200, 201}))
 
 
-def plan_workflow(path: str, definition: JsonValue, cursor: str | None = None) -> Call[DeployPlan]:
+def plan_workflow(
+    path: str, definition: JsonValue, cursor: str | None = None, replay: bool = True
+) -> Call[DeployPlan]:
     body: JsonObject = {"path": path, "definition": definition}
     if cursor is not None:
         body["cursor"] = cursor
+    if not replay:
+        body["replay"] = False
     return _send("POST", "/v1/workflows/plan", _DeployPlan, body, expect=OK)
 
 
