@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -37,13 +38,30 @@ def run_charter(
 
 
 def start_charter(*args: str, env: Mapping[str, str]) -> subprocess.Popen[str]:
+    # With the fault handler on, SIGABRT makes the child print every thread's stack:
+    # `stopped` uses it to say where a child that ignores SIGTERM is stuck.
     return subprocess.Popen(
         [sys.executable, "-m", "charter", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=dict(env),
+        env={**env, "PYTHONFAULTHANDLER": "1"},
     )
+
+
+def stopped(process: subprocess.Popen[str], timeout: float = 60) -> tuple[str, str]:
+    """SIGTERM, then the child's stdout and stderr once it exits; one still running after
+    `timeout` is aborted and the test fails with the stacks it printed."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        _, err = process.communicate(timeout=30)
+        raise AssertionError(
+            f"{process.args!r} did not exit within {timeout:g} s of SIGTERM; "
+            f"its stderr ends:\n{err[-6000:]}"
+        ) from None
 
 
 def free_port() -> int:

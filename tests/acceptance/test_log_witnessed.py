@@ -26,7 +26,7 @@ from charter.tlog.note import parse_note, sign_note
 from charter.tlog.policy import Policy, parse_policy
 from charter.tlog.witness_protocol import encode_request
 from tests.acceptance.logworld import LogWorld, append_one, scratch_world
-from tests.acceptance.processes import run_charter
+from tests.acceptance.processes import run_charter, stopped
 from tests.acceptance.witnessproc import WitnessProcess
 from tests.conftest import create_database, drop_database, unique_name
 
@@ -70,8 +70,7 @@ def _sequencer(world: LogWorld) -> subprocess.Popen[str]:
 
 
 def _stop(process: subprocess.Popen[str]) -> tuple[int, str]:
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=60)
+    _, err = stopped(process)
     return process.returncode, err
 
 
