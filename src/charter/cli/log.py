@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,6 +42,7 @@ def sequence(
     Exits 3 when it halts (db_behind_log, log_behind_db, log_gap, ...), 0 on SIGINT/SIGTERM.
     """
     from charter.cli.sequencer import configured_sequencer
+    from charter.cli.stopping import stop_on_signals
     from charter.db.embedded import database_url
 
     setup_telemetry(log_level, log_format, "charter-log")
@@ -50,8 +50,7 @@ def sequence(
     settings.signer()  # a missing key or salt fails before the database is opened
     settings.salt()
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     with database_url(Settings.from_env()) as url, configured_sequencer(url, settings) as seq:
         halt = seq.run(stop)
     if halt is not None:

@@ -18,10 +18,10 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, MutableSequence
-from types import FrameType
 
 from charter.cli import loops
 from charter.cli.children import die_with_parent
+from charter.cli.stopping import stop_on_signals
 from charter.core.config import Settings
 from charter.core.errors import CharterError, ConfigurationError
 from charter.db.database import Database
@@ -53,11 +53,8 @@ def serve_workers(
         for n in range(1, workers + 1)
     ]
     stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    stop_on_signals(stop)
     try:
         for child in children:
             child.start()

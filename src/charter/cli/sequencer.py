@@ -30,6 +30,7 @@ from multiprocessing.context import SpawnContext
 
 import httpx
 
+from charter.cli.stopping import stop_on_signals
 from charter.tlog.config import LogSettings
 from charter.tlog.metrics import FIELDS, FIGURES
 from charter.tlog.policy import Policy
@@ -180,7 +181,7 @@ def _child(
     # the batch in hand.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop_on_signals(stop, (signal.SIGTERM,))
     if telemetry is not None:
         telemetry()  # a spawned process starts with the default logging: set ours up
     FIGURES.share(figures)
