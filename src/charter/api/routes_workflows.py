@@ -76,10 +76,12 @@ def show_workflow(
                     f"{path!r} has no revision {revision} (its newest is {history[0].revision})"
                 )
             shown = chosen[0]
-        text = Store(conn).workflow_definition_text(shown.version)
-    if text is None:  # the registry is append-only; a deployment names a stored version
-        raise UnknownWorkflow(f"the definition of {path!r} is missing")
-    return JSONResponse(workflow_json(history, ijson.loads(text), shown))
+        store = Store(conn)
+        text = store.workflow_definition_text(shown.version)
+        if text is None:  # the registry is append-only; a deployment names a stored version
+            raise UnknownWorkflow(f"the definition of {path!r} is missing")
+        personal = context.engine.registry.workflow(store, shown.version).personal()
+    return JSONResponse(workflow_json(history, ijson.loads(text), shown, personal))
 
 
 @router.post(

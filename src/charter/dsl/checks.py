@@ -62,15 +62,19 @@ RESERVED_FIELDS: dict[str, frozenset[str]] = {
 
 @dataclass
 class Problems:
-    """The (pointer, message) pairs found so far."""
+    """The (pointer, message) pairs found so far, and the code of those that have one
+    (a stable name a client can act on, beside the message meant for people)."""
 
     items: list[tuple[str, str]] = field(default_factory=list)
+    codes: dict[tuple[str, str], str] = field(default_factory=dict)
 
-    def add(self, path: Path, message: str) -> None:
-        self.items.append((json_pointer(*path), message))
+    def add(self, path: Path, message: str, code: str | None = None) -> None:
+        self.add_pointer(json_pointer(*path), message, code)
 
-    def add_pointer(self, pointer: str, message: str) -> None:
+    def add_pointer(self, pointer: str, message: str, code: str | None = None) -> None:
         self.items.append((pointer, message))
+        if code is not None:
+            self.codes[(pointer, message)] = code
 
     def keys(
         self,

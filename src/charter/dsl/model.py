@@ -38,6 +38,19 @@ RESERVED_PREFIX = "charter:"
 """Action names Charter keeps for its built-in actions; a workflow cannot define one."""
 MIGRATE_ACTION = "charter:migrate"
 """The built-in action of a workflow with a `migration` block (docs/dsl.md)."""
+ERASE_ACTION = "charter:erase"
+"""The built-in action of a workflow with an `erasure` block (docs/dsl.md)."""
+
+
+@dataclass(frozen=True)
+class ErasureSpec:
+    """Who may erase a process's personal values, from which states, when, on which
+    legal bases (the `erasure` block)."""
+
+    roles: tuple[str, ...]
+    from_states: tuple[str, ...] | None  # None: any state
+    when: Expression | None
+    bases: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,8 @@ class Action:
     cancel: tuple[str, ...] = ()
     auto: AutoSpec | None = None
     description: str | None = None
+    # The RFC 6901 pointers of the input properties marked `"x-personal": true`.
+    personal: tuple[str, ...] = ()
 
     @property
     def is_create(self) -> bool:
@@ -163,6 +178,7 @@ class Workflow:
     # The built-in `charter:migrate`, present when the workflow has a `migration` block;
     # never one of `actions` (those are the workflow's own).
     migration: Action | None = None
+    erasure: ErasureSpec | None = None
 
     def action(self, name: str) -> Action:
         """The action called `name`; UnknownAction when the workflow has none."""
@@ -184,6 +200,10 @@ class Workflow:
 
     def auto_actions(self) -> tuple[Action, ...]:
         return tuple(a for a in self.actions.values() if a.auto is not None)
+
+    def personal(self) -> dict[str, list[str]]:
+        """The personal pointers of each action that has any, by action name."""
+        return {a.name: list(a.personal) for a in self.actions.values() if a.personal}
 
     def schedule_ids(self) -> frozenset[str]:
         """Every schedule id some action defines (what `cancel` may name)."""

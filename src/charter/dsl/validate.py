@@ -8,6 +8,7 @@ what the pass collected. `load_workflow` returns the model only when nothing is 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -25,12 +26,17 @@ from charter.dsl.model import (
     RESERVED_PREFIX,
     Action,
     ActionType,
+    ErasureSpec,
     Workflow,
 )
 from charter.dsl.mutate_checks import check_mutate
+from charter.dsl.personal import flows_out, personal_pointers
 
-TOP_KEYS = frozenset({"dsl", "states", "roles", "actions", "migration", "description"})
+TOP_KEYS = frozenset({"dsl", "states", "roles", "actions", "migration", "erasure", "description"})
 MIGRATION_KEYS = frozenset({"role"})
+ERASURE_KEYS = frozenset({"role", "from", "when", "bases"})
+BASIS_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+"""An erasure basis: a short reference to a legal ground (`art17-1a`), not prose."""
 ACTION_KEYS = frozenset(
     {"type", "role", "from", "to", "when", "input", "mutate", "spawn", "schedule", "cancel"}
     | {"auto", "description"}
@@ -43,9 +49,11 @@ class Problem:
 
     pointer: str
     message: str
+    code: str | None = None
 
     def to_dict(self) -> dict[str, str]:
-        return {"pointer": self.pointer, "message": self.message}
+        found = {"pointer": self.pointer, "message": self.message}
+        return found if self.code is None else found | {"code": self.code}
 
 
 def validate_workflow(doc: JsonValue) -> list[Problem]:
@@ -85,7 +93,9 @@ class _Pass:
     def run(self, doc: JsonValue) -> tuple[Workflow | None, list[Problem]]:
         workflow = self._workflow(doc)
         problems = sorted(set(self.out.items))
-        return (workflow if not problems else None), [Problem(p, m) for p, m in problems]
+        codes = self.out.codes
+        found = [Problem(p, m, codes.get((p, m))) for p, m in problems]
+        return (workflow if not problems else None), found
 
     def _workflow(self, doc: JsonValue) -> Workflow | None:
         out = self.out
@@ -107,6 +117,7 @@ class _Pass:
             None if roles is None else frozenset(roles),
         )
         migration_roles = self._migration(ctx, doc)
+        erasure = self._erasure(ctx, doc)
         if "actions" in doc and not isinstance(raw_actions, dict):
             out.add(("actions",), "must be an object mapping action names to actions")
         if isinstance(raw_actions, dict):
@@ -115,6 +126,7 @@ class _Pass:
                 if action is not None:
                     actions[name] = action
             self._cross_checks(ctx, raw_actions)
+            self._personal_checks(doc, actions)
             if states is not None:
                 self._reachability(states)
         if states is None or roles is None or not isinstance(raw_actions, dict):
@@ -127,6 +139,7 @@ class _Pass:
             migration=None
             if migration_roles is None
             else migration_action(migration_roles, states),
+            erasure=erasure,
         )
 
     def _migration(self, ctx: checks.Context, doc: dict[str, JsonValue]) -> tuple[str, ...] | None:
@@ -151,6 +164,41 @@ class _Pass:
             )
         return roles
 
+    def _erasure(self, ctx: checks.Context, doc: dict[str, JsonValue]) -> ErasureSpec | None:
+        """The `erasure` block, which grants the built-in `charter:erase`."""
+        if "erasure" not in doc:
+            return None
+        out, raw, path = self.out, doc["erasure"], ("erasure",)
+        if not isinstance(raw, dict):
+            out.add(path, 'must be an object: {"role", "from", "when"?, "bases"}')
+            return None
+        before = len(out.items)
+        out.keys(raw, path, ERASURE_KEYS, ("role", "from", "bases"))
+        roles = checks.roles(ctx, raw, path)
+        if roles is not None and AUTOMATION in roles:
+            out.add((*path, "role"), f"the automation actor cannot erase: {AUTOMATION} cannot "
+                    "be an erasure role")  # fmt: skip
+        from_states: tuple[str, ...] | None = None
+        if "from" in raw:  # a missing one is reported with the block's other keys
+            from_states, _ = checks.from_states(ctx, raw, path, "update")
+        when = checks.condition(ctx, raw, path)
+        bases = _bases(out, raw.get("bases"), (*path, "bases")) if "bases" in raw else None
+        if len(out.items) != before or roles is None or bases is None:
+            return None
+        return ErasureSpec(roles=roles, from_states=from_states, when=when, bases=bases)
+
+    def _personal_checks(self, doc: dict[str, JsonValue], actions: dict[str, Action]) -> None:
+        with_personal = [name for name, action in actions.items() if action.personal]
+        if with_personal and "erasure" not in doc:
+            self.out.add(
+                (),
+                f"action(s) {', '.join(map(repr, with_personal))} have personal input "
+                'fields but the workflow has no `erasure` block ({"role", "from", "bases"}): '
+                "say who may erase them, and on which grounds",
+                "personal_without_erasure",
+            )
+        flows_out(self.out, actions)
+
     def _action(self, ctx: checks.Context, name: str, raw: JsonValue) -> Action | None:
         out, path = self.out, ("actions", name)
         if not NAME_PATTERN.fullmatch(name):
@@ -160,6 +208,7 @@ class _Pass:
                 path,
                 f"the {RESERVED_PREFIX!r} prefix is reserved for Charter's built-in actions "
                 f"(such as {MIGRATE_ACTION}): give the action another name",
+                "reserved_action",
             )
         if not isinstance(raw, dict):
             out.add(path, "an action must be a JSON object")
@@ -181,6 +230,7 @@ class _Pass:
             self.edges.append((from_states, to))
         when = checks.condition(ctx, raw, path)
         schema, validator = checks.input_schema(out, raw, path)
+        personal = personal_pointers(out, raw.get("input"), (*path, "input"))
         mutate = check_mutate(ctx, raw, path, to, to_ok)
         spawn = checks.spawns(ctx, raw, path)
         schedule = checks.schedules(ctx, raw, path)
@@ -213,6 +263,7 @@ class _Pass:
             cancel=cancel,
             auto=auto,
             description=description,
+            personal=personal,
         )
 
     def _cross_checks(self, ctx: checks.Context, raw_actions: dict[str, JsonValue]) -> None:
@@ -254,6 +305,22 @@ class _Pass:
                 self.out.add(
                     ("states", index), f"state {state!r} is unreachable from every create action"
                 )
+
+
+def _bases(out: Problems, value: JsonValue, path: Path) -> tuple[str, ...] | None:
+    """The legal grounds an erasure may cite: names like `art17-1a`, at least one."""
+    if not isinstance(value, list) or not value:
+        out.add(path, 'must be a non-empty list of legal bases, e.g. ["art17-1a"]')
+        return None
+    found: list[str] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not BASIS_PATTERN.fullmatch(item):
+            out.add((*path, index), f"a basis must match {BASIS_PATTERN.pattern}")
+        elif item in found:
+            out.add((*path, index), f"basis {item!r} is listed twice")
+        else:
+            found.append(item)
+    return tuple(found) if len(found) == len(value) else None
 
 
 def _action_type(out: Problems, raw: dict[str, JsonValue], path: Path) -> ActionType | None:

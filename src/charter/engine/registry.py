@@ -60,11 +60,19 @@ class Deployment:
 
 
 def workflow_json(
-    history: list[Deployment], definition: JsonValue, shown: Deployment | None = None
+    history: list[Deployment],
+    definition: JsonValue,
+    shown: Deployment | None = None,
+    personal: Mapping[str, list[str]] | None = None,
 ) -> JsonObject:
-    """A path's deployment `shown` (default: the current one), its definition and every
-    revision, newest first."""
-    answer = {"deployment": shown or history[0], "definition": definition, "revisions": history}
+    """A path's deployment `shown` (default: the current one), its definition, every
+    revision, newest first, and the personal input fields of its actions."""
+    answer = {
+        "deployment": shown or history[0],
+        "definition": definition,
+        "revisions": history,
+        "personal": {name: tuple(pointers) for name, pointers in (personal or {}).items()},
+    }
     return wire.to_json(answer, shapes.Workflow)
 
 

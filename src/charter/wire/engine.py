@@ -150,6 +150,14 @@ class Workflow(Wire):
     deployment: Annotated[Deployment, Meta(flatten=True)]
     definition: JsonObject
     revisions: Annotated[tuple[Deployment, ...], Meta(description="Newest first.")]
+    personal: Annotated[
+        dict[str, tuple[str, ...]],
+        Meta(
+            description="The JSON pointers of each action's personal input fields "
+            '(`"x-personal": true`), by action name: a client sends these as disclosures, '
+            "never in `input`. Actions without any are left out.",
+        ),
+    ]
 
 
 @dataclass(frozen=True)
