@@ -92,9 +92,10 @@ def insert_event(
     prev: str | None,
     text: str | None = None,
     advance_head: bool = True,
+    action: str = "touch",
 ) -> str:
     """Insert one event row (and move the head onto it); returns its hash."""
-    text = text or event_text(process_id, prev, actor)
+    text = text or event_text(process_id, prev, actor, action)
     digest = hashlib.sha256(text.encode()).hexdigest()
     conn.execute(
         """
@@ -102,9 +103,21 @@ def insert_event(
                             actor, actor_id, actor_roles, action, workflow_path, workflow_version)
         VALUES (%s, %s, %s, %s, 'action', %s::json, %s, %s,
                 (SELECT actor_id FROM actor_keys WHERE public_key = %s), '{user}',
-                'touch', %s, %s)
+                %s, %s, %s)
         """,
-        (process_id, seq, digest, prev, text, random_hex(64), actor, actor, WORKFLOW, version),
+        (
+            process_id,
+            seq,
+            digest,
+            prev,
+            text,
+            random_hex(64),
+            actor,
+            actor,
+            action,
+            WORKFLOW,
+            version,
+        ),
     )
     if advance_head:
         conn.execute(
@@ -114,10 +127,12 @@ def insert_event(
     return digest
 
 
-def append_event(conn: Conn, process_id: str, actor: str, version: str) -> str:
+def append_event(
+    conn: Conn, process_id: str, actor: str, version: str, action: str = "touch"
+) -> str:
     """Append the next event at the head, as the engine would."""
     seq, prev = head(conn, process_id)
-    return insert_event(conn, process_id, actor, version, seq=seq + 1, prev=prev)
+    return insert_event(conn, process_id, actor, version, seq=seq + 1, prev=prev, action=action)
 
 
 def seed_chain(conn: Conn, events: int = 3) -> tuple[str, str, str, list[str]]:

@@ -34,6 +34,7 @@ TABLES = [
     "log_entries",
     "log_checkpoints",
     "log_queue_on",
+    "event_disclosures",
 ]
 # Configuration the API edits and may delete; everything else is history.
 DELETABLE_BY_ENGINE = {
@@ -71,9 +72,17 @@ def _write(conn: Conn, table: str, operation: str) -> sql.Composed:
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("table", [t for t in TABLES if t not in {"api_tokens", "dpop_proofs"}])
+@pytest.mark.parametrize(
+    "table", [t for t in TABLES if t not in {"api_tokens", "dpop_proofs", "event_disclosures"}]
+)
 def test_every_role_can_read_every_audit_table(conn: Conn, role: str, table: str) -> None:
     allowed(conn, sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)), role=role)
+
+
+def test_personal_values_are_read_by_the_api_and_verification_not_the_worker(conn: Conn) -> None:
+    refused(conn, PermissionDenied, "SELECT count(*) FROM event_disclosures", role="charter_worker")
+    for role in ("charter_engine", "charter_reader"):
+        allowed(conn, "SELECT count(*) FROM event_disclosures", role=role)
 
 
 @pytest.mark.parametrize("role", ["charter_worker", "charter_reader"])
@@ -115,6 +124,7 @@ def test_engine_never_deletes_history(conn: Conn, table: str) -> None:
         "workflow_deployments",
         "automation_queue",
         "schema_migrations",
+        "event_disclosures",
     ],
 )
 def test_engine_cannot_update_append_only_or_worker_rows(conn: Conn, table: str) -> None:

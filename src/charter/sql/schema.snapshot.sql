@@ -169,6 +169,30 @@ GRANT DELETE ON charter.dpop_proofs TO charter_engine;
 GRANT INSERT ON charter.dpop_proofs TO charter_engine;
 GRANT SELECT ON charter.dpop_proofs TO charter_engine;
 
+CREATE TABLE charter.event_disclosures (
+    event_hash text NOT NULL,
+    pointer text NOT NULL,
+    digest text NOT NULL,
+    disclosure text,
+    erased_by text
+);
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_digest_key UNIQUE (digest);
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_digest_of_text CHECK (((disclosure IS NULL) OR (digest = encode(sha256(convert_to(disclosure, 'UTF8'::name)), 'hex'::text))));
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_erased_by_fkey FOREIGN KEY (erased_by) REFERENCES events(hash) DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_erased_or_present CHECK (((disclosure IS NULL) = (erased_by IS NOT NULL)));
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_eraser TRIGGER DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_event_hash_fkey FOREIGN KEY (event_hash) REFERENCES events(hash);
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_pkey PRIMARY KEY (event_hash, pointer);
+ALTER TABLE charter.event_disclosures ADD CONSTRAINT event_disclosures_pointer_check CHECK ((pointer ~ '^(/([^~/]|~[01])*)+$'::text));
+CREATE INDEX event_disclosures_erased_by ON charter.event_disclosures USING btree (erased_by) WHERE (erased_by IS NOT NULL);
+CREATE CONSTRAINT TRIGGER event_disclosures_eraser AFTER UPDATE ON charter.event_disclosures DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION check_disclosure_eraser();
+CREATE TRIGGER event_disclosures_guard BEFORE DELETE OR UPDATE ON charter.event_disclosures FOR EACH ROW EXECUTE FUNCTION guard_disclosure();
+CREATE TRIGGER event_disclosures_no_truncate BEFORE TRUNCATE ON charter.event_disclosures FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT INSERT ON charter.event_disclosures TO charter_engine;
+GRANT SELECT ON charter.event_disclosures TO charter_engine;
+GRANT SELECT ON charter.event_disclosures TO charter_reader;
+
 CREATE TABLE charter.events (
     process_id text NOT NULL,
     seq integer NOT NULL,
@@ -713,6 +737,24 @@ END
 $function$;
 GRANT EXECUTE ON FUNCTION apply_writes_v1(jsonb) TO charter_engine;
 
+CREATE OR REPLACE FUNCTION charter.check_disclosure_eraser()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM charter.events eraser JOIN charter.events owner
+            ON owner.hash = NEW.event_hash AND owner.process_id = eraser.process_id
+        WHERE eraser.hash = NEW.erased_by AND eraser.action = 'charter:erase'
+    ) THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA04',
+            MESSAGE = format('%s is not a charter:erase event of the disclosure''s process',
+                             NEW.erased_by);
+    END IF;
+    RETURN NULL;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION charter.claim_automation_work(p_id uuid, p_worker text, p_lease_seconds integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS SETOF automation_queue
  LANGUAGE sql
@@ -884,6 +926,23 @@ END
 $function$;
 GRANT EXECUTE ON FUNCTION enable_log_queue_v1() TO charter_sequencer;
 
+CREATE OR REPLACE FUNCTION charter.erase_disclosures(erase_event text, targets jsonb)
+ RETURNS integer
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    WITH erased AS (
+        UPDATE charter.event_disclosures d
+        SET disclosure = NULL, erased_by = erase_event
+        FROM jsonb_to_recordset(targets) AS t(event text, pointer text)
+        WHERE d.event_hash = t.event AND d.pointer = t.pointer AND d.disclosure IS NOT NULL
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM erased
+$function$;
+GRANT EXECUTE ON FUNCTION erase_disclosures(text,jsonb) TO charter_engine;
+
 CREATE OR REPLACE FUNCTION charter.event_extends_head()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1007,6 +1066,28 @@ BEGIN
         RAISE EXCEPTION USING
             ERRCODE = 'CHA04',
             MESSAGE = 'an actor key can only be retired, once';
+    END IF;
+    RETURN NEW;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.guard_disclosure()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA01',
+            MESSAGE = 'event_disclosures rows are never deleted: erase them with charter:erase';
+    END IF;
+    IF NEW.event_hash <> OLD.event_hash OR NEW.pointer <> OLD.pointer
+       OR NEW.digest <> OLD.digest THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA04',
+            MESSAGE = 'a disclosure''s event, pointer and digest never change';
+    END IF;
+    IF OLD.disclosure IS NULL OR NEW.disclosure IS NOT NULL OR NEW.erased_by IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'CHA01',
+            MESSAGE = 'a disclosure changes only once, from its text to erased';
     END IF;
     RETURN NEW;
 END
