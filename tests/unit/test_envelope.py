@@ -91,7 +91,8 @@ _MISSING = object()
 @pytest.mark.parametrize(
     ("key", "value", "field"),
     [
-        ("v", 2, "v"),
+        ("v", 3, "v"),
+        ("v", 0, "v"),
         ("v", True, "v"),
         ("v", 1.0, "v"),
         ("v", "1", "v"),
@@ -230,7 +231,7 @@ def test_parse_submission_end_to_end() -> None:
         (lambda b: b.update(signature=b["signature"][:127]), "signature"),
         (lambda b: b.update(signature=1), "signature"),
         (lambda b: b.update(envelope=[]), "envelope"),
-        (lambda b: b["envelope"].update(v=2), "v"),
+        (lambda b: b["envelope"].update(v=3), "v"),
         (lambda b: b["envelope"].update(prev=None, cause=HEAD), "cause"),
     ],
 )

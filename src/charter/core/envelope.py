@@ -1,4 +1,7 @@
-"""The v1 event envelope and the signed submission (docs/wire-format.md).
+"""The event envelope, v1 and v2, and the signed submission (docs/wire-format.md).
+
+A v2 envelope is a v1 envelope plus `sd`, the digests of the personal fields its `input`
+leaves out; the submission carries their disclosures beside it (`charter.core.disclosures`).
 
 An `Envelope` or `Submission` that exists is valid: construction checks every field, so
 `from_json` only has to check the set of keys. Every failure is a `Malformed` whose
@@ -8,19 +11,21 @@ message and `field` context name the field.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from charter.core import identifiers, ijson
+from charter.core import identifiers, ijson, pointers
 from charter.core.canonical import canonical_bytes, sha256_hex
 from charter.core.canonical_fast import parse_canonical
+from charter.core.disclosures import join_disclosures
 from charter.core.ed25519 import SecretKey, verify
 from charter.core.errors import BadSignature, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
 
-MAX_INPUT_BYTES = 256 * 1024  # canonical size of `input`
+MAX_INPUT_BYTES = 256 * 1024  # canonical size of `input` (plus `sd` on v2)
 
 _NAME_RE = identifiers.NAME
 _NAME = _NAME_RE.pattern
@@ -29,13 +34,16 @@ _HEX64_RE = re.compile(r"[0-9a-f]{64}")
 _SIGNATURE_RE = re.compile(r"[0-9a-f]{128}")
 
 _ENVELOPE_KEYS = frozenset({"v", "process", "workflow", "action", "input", "prev", "actor", "at"})
+_V2_ENVELOPE_KEYS = _ENVELOPE_KEYS | {"sd"}
 _OPTIONAL_ENVELOPE_KEYS = frozenset({"cause"})
 _SUBMISSION_KEYS = frozenset({"envelope", "signature"})
+_OPTIONAL_SUBMISSION_KEYS = frozenset({"disclosures"})
 
 
 @dataclass(frozen=True)
 class Envelope:
-    """An event envelope, v1. Treat `input` as read-only: `message()` is computed once."""
+    """An event envelope, v1 or v2 (with `sd`). Treat `input` and `sd` as read-only:
+    `message()` is computed once."""
 
     v: int
     process: str
@@ -46,19 +54,25 @@ class Envelope:
     actor: str
     at: str
     cause: str | None = None  # only on the unsigned genesis of a spawned process
+    sd: Mapping[str, str] | None = None  # v2 only: personal field pointer -> digest
     # Private to `from_text`: bytes it proved to be the canonical form of these fields.
     _canonical: InitVar[bytes | None] = None
     _message: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self, _canonical: bytes | None) -> None:
-        if type(self.v) is not int or self.v != 1:
-            raise _bad("v", "must be the integer 1")
+        if type(self.v) is not int or (self.v != 1 and self.v != 2):
+            raise _bad("v", "must be the integer 1 or 2")
         _match("process", self.process, _NAME_RE, f"must match {_NAME}")
         _match("workflow", self.workflow, _PATH_RE, f"must be '/'-separated names ({_NAME})")
         _match("action", self.action, _NAME_RE, f"must match {_NAME}")
         # Text `from_text` proved canonical was parsed as strictly as ijson.loads does:
         # its input is I-JSON already.
         _check_input(self.input, parsed=_canonical is not None)
+        if self.v == 1:
+            if self.sd is not None:
+                raise _bad("sd", "is only allowed on a v2 envelope")
+        else:
+            _check_sd(self.sd, self.input, parsed=_canonical is not None)
         if self.prev is not None:
             _match("prev", self.prev, _HEX64_RE, "must be null or 64 lowercase hex characters")
         _match("actor", self.actor, _HEX64_RE, "must be 64 lowercase hex characters")
@@ -70,22 +84,29 @@ class Envelope:
         # Canonicalized once: every envelope is hashed or verified, often both.
         message = canonical_bytes(self.to_json()) if _canonical is None else _canonical
         object.__setattr__(self, "_message", message)
-        # JCS writes each member's value as is, so swapping `input` for {} (2 bytes) shrinks
-        # the message by exactly the canonical size of `input` minus 2. `input` is never
-        # larger than the whole message, so a small message needs no second encoding.
+        self._check_size(message)
+
+    def _check_size(self, message: bytes) -> None:
+        # JCS writes each member's value as is, so swapping `input` (and `sd`) for {}
+        # (2 bytes each) shrinks the message by exactly their canonical size minus 2 each.
+        # They are never larger than the whole message, so a small message needs no
+        # second encoding.
         if len(message) <= MAX_INPUT_BYTES:
             return
-        skeleton = canonical_bytes(self.to_json() | {"input": {}})
-        input_size = len(message) - len(skeleton) + 2
-        if input_size > MAX_INPUT_BYTES:
-            raise _bad(
-                "input", f"is {input_size} bytes canonical, over the {MAX_INPUT_BYTES} limit"
-            )
+        emptied: JsonObject = {"input": {}} if self.sd is None else {"input": {}, "sd": {}}
+        skeleton = canonical_bytes(self.to_json() | emptied)
+        size = len(message) - len(skeleton) + 2 * len(emptied)
+        if size > MAX_INPUT_BYTES:
+            what = "is" if self.sd is None else "and sd are"
+            raise _bad("input", f"{what} {size} bytes canonical, over the {MAX_INPUT_BYTES} limit")
 
     @classmethod
     def from_json(cls, value: JsonValue) -> Envelope:
-        """Validate a parsed envelope: exactly the v1 keys (`cause` optional), valid fields."""
-        fields = _exact_keys(value, "envelope", _ENVELOPE_KEYS, optional=frozenset({"cause"}))
+        """Validate a parsed envelope: exactly the keys of its `v` (`cause` optional),
+        valid fields."""
+        fields = _exact_keys(
+            value, "envelope", _envelope_keys(value), optional=_OPTIONAL_ENVELOPE_KEYS
+        )
         # The values are still JsonValue; __post_init__ checks each one's type.
         return cls(**cast("dict[str, Any]", fields))
 
@@ -102,8 +123,9 @@ class Envelope:
         if canonical is None:
             return cls.from_json(ijson.loads(text))
         # The values are still JsonValue; __post_init__ checks each one's type.
+        value = canonical.value
         fields: dict[str, Any] = _exact_keys(
-            canonical.value, "envelope", _ENVELOPE_KEYS, optional=_OPTIONAL_ENVELOPE_KEYS
+            value, "envelope", _envelope_keys(value), optional=_OPTIONAL_ENVELOPE_KEYS
         )
         return cls(**fields, _canonical=canonical.message)
 
@@ -117,7 +139,7 @@ class Envelope:
             raise _bad("at", f"must be an RFC 3339 UTC timestamp ({exc})") from None
 
     def to_json(self) -> JsonObject:
-        """The envelope as a JSON object (`cause` only when present)."""
+        """The envelope as a JSON object (`cause` only when present, `sd` only on v2)."""
         value: JsonObject = {
             "v": self.v,
             "process": self.process,
@@ -130,6 +152,8 @@ class Envelope:
         }
         if self.cause is not None:
             value["cause"] = self.cause
+        if self.sd is not None:
+            value["sd"] = cast(JsonObject, self.sd)
         return value
 
     def message(self) -> bytes:
@@ -143,10 +167,17 @@ class Envelope:
 
 @dataclass(frozen=True)
 class Submission:
-    """A signed envelope as `POST /v1/events` receives it."""
+    """A signed envelope as `POST /v1/events` receives it, with the disclosures of a v2
+    envelope's personal fields.
+
+    Construction checks that disclosures are present exactly when the envelope's `sd`
+    has entries; whether they match it is `full_input()`'s check (`BadDisclosure`).
+    """
 
     envelope: Envelope
     signature: str
+    disclosures: tuple[str, ...] = ()
+    _full_input: JsonObject | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         if not isinstance(self.envelope, Envelope):
@@ -155,16 +186,38 @@ class Submission:
             raise _bad("cause", "is only for a spawn genesis, which is never submitted")
         if not isinstance(self.signature, str) or not _SIGNATURE_RE.fullmatch(self.signature):
             raise Malformed("signature must be 128 lowercase hex characters", field="signature")
+        _check_disclosures(self.disclosures, self.envelope)
 
     @classmethod
     def from_json(cls, body: JsonValue) -> Submission:
-        """Validate a parsed body: exactly `envelope` and `signature`."""
-        fields = _exact_keys(body, "submission", _SUBMISSION_KEYS)
-        return cls(Envelope.from_json(fields["envelope"]), cast(str, fields["signature"]))
+        """Validate a parsed body: `envelope`, `signature` and, for a v2 envelope whose
+        `sd` has entries, `disclosures`."""
+        fields = _exact_keys(
+            body, "submission", _SUBMISSION_KEYS, optional=_OPTIONAL_SUBMISSION_KEYS
+        )
+        envelope = Envelope.from_json(fields["envelope"])
+        disclosures = _disclosures_from_json(fields, envelope)
+        return cls(envelope, cast(str, fields["signature"]), disclosures)
 
     def to_json(self) -> JsonObject:
-        """The submission body."""
-        return {"envelope": self.envelope.to_json(), "signature": self.signature}
+        """The submission body (`disclosures` only when there are some)."""
+        body: JsonObject = {"envelope": self.envelope.to_json(), "signature": self.signature}
+        if self.disclosures:
+            body["disclosures"] = list(self.disclosures)
+        return body
+
+    def full_input(self) -> JsonObject:
+        """The input with its personal fields: a v2 envelope's `input` joined with the
+        disclosures (`BadDisclosure` unless they match `sd` one to one), a v1 one's as is.
+        Computed once; treat it as read-only."""
+        envelope = self.envelope
+        if envelope.sd is None:
+            return envelope.input
+        if self._full_input is None:
+            joined = join_disclosures(envelope.input, envelope.sd, self.disclosures)
+            object.__setattr__(self, "_full_input", joined)
+            return joined
+        return self._full_input
 
 
 def parse_submission(raw: bytes) -> Submission:
@@ -172,13 +225,17 @@ def parse_submission(raw: bytes) -> Submission:
     return Submission.from_json(ijson.loads(raw))
 
 
-def sign(envelope: Envelope, secret_key: SecretKey) -> Submission:
-    """Sign `envelope` with the key whose public key is its `actor`."""
+def sign(envelope: Envelope, secret_key: SecretKey, disclosures: Sequence[str] = ()) -> Submission:
+    """Sign `envelope` with the key whose public key is its `actor`; the `disclosures`
+    of a v2 envelope's personal fields travel beside it, unsigned (`sd` commits to them).
+    """
+    if isinstance(disclosures, str):
+        raise TypeError("disclosures must be a sequence of disclosure texts, not one string")
     if envelope.actor != secret_key.public_key_hex:
         raise ValueError("envelope.actor is not the public key of the signing key")
     if envelope.cause is not None:
         raise ValueError("a spawn genesis is never signed")
-    return Submission(envelope, secret_key.sign(envelope.message()))
+    return Submission(envelope, secret_key.sign(envelope.message()), tuple(disclosures))
 
 
 def verify_submission(submission: Submission) -> None:
@@ -231,6 +288,64 @@ def _bad(field: str, problem: str) -> Malformed:
 def _match(field: str, value: object, pattern: re.Pattern[str], problem: str) -> None:
     if not isinstance(value, str) or not pattern.fullmatch(value):
         raise _bad(field, problem)
+
+
+def _envelope_keys(value: JsonValue) -> frozenset[str]:
+    # The key set follows `v`; a bad `v` gets the v1 set, and __post_init__ names it.
+    if type(value) is dict and value.get("v") == 2:
+        return _V2_ENVELOPE_KEYS
+    return _ENVELOPE_KEYS
+
+
+def _check_sd(sd: object, input: JsonObject, *, parsed: bool) -> None:
+    """The v2 rules: an object mapping pointers to digests, each pointer's parent an
+    object in `input` (reached through objects only) that does not hold its field."""
+    if sd is None:
+        raise _bad("sd", "is required on a v2 envelope")
+    if type(sd) is not dict:
+        raise _bad("sd", "must be a JSON object")
+    if not parsed:
+        try:
+            ijson.check_value(sd)
+        except Malformed as exc:
+            raise _bad("sd", f"is invalid: {exc.message}") from None
+    for pointer, digest in sd.items():
+        shown = repr(pointer[:60])
+        if not pointers.is_pointer(pointer):
+            raise _bad("sd", f"key {shown} is not a non-empty RFC 6901 JSON pointer")
+        if not isinstance(digest, str) or not _HEX64_RE.fullmatch(digest):
+            raise _bad("sd", f"value of {shown} must be 64 lowercase hex characters")
+        path = pointers.tokens(pointer)
+        parent = pointers.parent_object(input, path)
+        if parent is None:
+            raise _bad("sd", f"key {shown} does not lead through objects of input")
+        if path[-1] in parent:
+            raise _bad("sd", f"key {shown} names a field that is present in input")
+
+
+def _disclosures_from_json(fields: dict[str, JsonValue], envelope: Envelope) -> tuple[str, ...]:
+    if "disclosures" not in fields:
+        return ()
+    if envelope.sd is None:
+        raise Malformed("disclosures are only allowed with a v2 envelope", field="disclosures")
+    value = fields["disclosures"]
+    if type(value) is not list or not all(type(text) is str for text in value):
+        raise Malformed("disclosures must be a list of strings", field="disclosures")
+    return tuple(cast("list[str]", value))
+
+
+def _check_disclosures(disclosures: object, envelope: Envelope) -> None:
+    if type(disclosures) is not tuple or not all(type(text) is str for text in disclosures):
+        raise TypeError("Submission.disclosures must be a tuple of str")
+    if envelope.sd:
+        if not disclosures:
+            raise Malformed(
+                "disclosures are required: the envelope's sd has entries", field="disclosures"
+            )
+    elif disclosures:
+        raise Malformed(
+            "disclosures must be absent: the envelope's sd has no entries", field="disclosures"
+        )
 
 
 def _check_input(value: object, *, parsed: bool) -> None:

@@ -178,6 +178,20 @@ class ClockSkew(CharterError):
     http_status = 422
 
 
+class BadDisclosure(CharterError):
+    """A disclosure does not match the envelope's `sd` or is not in its strict form."""
+
+    code = "bad_disclosure"
+    http_status = 422
+
+
+class PersonalInClear(CharterError):
+    """A personal field was sent in clear."""
+
+    code = "personal_in_clear"
+    http_status = 422
+
+
 class InvalidWorkflow(CharterError):
     """The workflow definition is invalid."""
 

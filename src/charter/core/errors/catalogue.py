@@ -36,6 +36,8 @@ WIRE_ERRORS: tuple[type[CharterError], ...] = (
     general.NotDue,
     general.WorkflowMismatch,
     general.ClockSkew,
+    general.BadDisclosure,
+    general.PersonalInClear,
     general.InvalidWorkflow,
     general.ConfigurationError,
     general.KeyFileError,
