@@ -1,4 +1,5 @@
-"""The v1 envelope and submission: golden events, every rejection, signing and geneses."""
+"""The envelope and submission: golden events, every rejection, signing and geneses, and
+v2's personal fields (sd and disclosures)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from charter.core import ijson
 from charter.core.canonical import canonical_bytes
+from charter.core.disclosures import digests, make_disclosure, parse_disclosure, split_personal
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import (
     MAX_INPUT_BYTES,
@@ -21,7 +23,7 @@ from charter.core.envelope import (
     sign,
     verify_submission,
 )
-from charter.core.errors import BadSignature, Malformed
+from charter.core.errors import BadDisclosure, BadSignature, Malformed
 
 GOLDEN = ijson.loads((Path(__file__).parents[1] / "vectors" / "charter-events.json").read_bytes())
 KEY = SecretKey(bytes(range(32)))
@@ -338,3 +340,241 @@ def test_genesis_rule_violations() -> None:
     unsigned_parent = Submission(parent.envelope, stranger.sign(parent.envelope.message()))
     with pytest.raises(BadSignature):
         check_genesis(genesis, None, unsigned_parent)
+
+
+# --- Envelope v2: personal fields ----------------------------------------------------------
+
+FULL_INPUT: dict[str, Any] = {
+    "name": "Ada Lovelace",
+    "address": {"street": "12 St James's Square", "city": "London"},
+    "plan": "gold",
+    "items": [{"sku": "a"}],
+}
+PERSONAL = ["/name", "/address/street"]
+
+
+def _split() -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    clear, disclosed = split_personal(FULL_INPUT, PERSONAL)
+    return clear, digests(disclosed), [d.text for d in disclosed]
+
+
+def _valid_v2() -> tuple[dict[str, Any], list[str]]:
+    clear, sd, texts = _split()
+    return _valid() | {"v": 2, "input": clear, "sd": sd}, texts
+
+
+def test_v2_round_trip() -> None:
+    body, _ = _valid_v2()
+    envelope = Envelope.from_json(body)
+    assert envelope.v == 2
+    assert envelope.sd == body["sd"]
+    assert envelope.to_json() == body
+    assert envelope.message() == canonical_bytes(body)
+    assert b'"sd":{"/address/street":"' in envelope.message()
+    # The fast path (canonical text) and the strict one (any other text) agree.
+    assert Envelope.from_text(envelope.message().decode()) == envelope
+    assert Envelope.from_text(json.dumps(body, indent=1)) == envelope
+    assert Envelope.from_text(json.dumps(body, indent=1)).message() == envelope.message()
+
+
+def test_v2_hash_covers_sd() -> None:
+    body, _ = _valid_v2()
+    envelope = Envelope.from_json(body)
+    other_sd = dict(body["sd"]) | {"/name": "0" * 64}
+    other = Envelope.from_json(body | {"sd": other_sd})
+    assert other.hash() != envelope.hash()
+    assert KEY.sign(other.message()) != KEY.sign(envelope.message())
+
+
+def test_v2_with_nothing_personal() -> None:
+    envelope = Envelope.from_json(_valid() | {"v": 2, "sd": {}})
+    assert envelope.sd == {}
+    assert b'"sd":{}' in envelope.message()
+    assert Envelope.from_text(envelope.message().decode()) == envelope
+
+
+def test_v2_spawn_genesis_may_have_a_cause() -> None:
+    body, _ = _valid_v2()
+    envelope = Envelope.from_json(body | {"prev": None, "cause": HEAD})
+    assert envelope.cause == HEAD
+
+
+def test_v1_is_unchanged() -> None:
+    envelope = Envelope.from_json(_valid())
+    assert envelope.sd is None
+    assert "sd" not in envelope.to_json()
+    assert envelope.message() == canonical_bytes(_valid())
+    assert genesis_envelope(
+        envelope, process="c", workflow="w", action="a", input={}
+    ).to_json().keys() == set(_valid()) | {"cause"}
+
+
+def test_sd_is_refused_on_v1() -> None:
+    with pytest.raises(Malformed) as caught:
+        Envelope.from_json(_valid() | {"sd": {}})
+    assert caught.value.message == "envelope has unknown key(s) 'sd'"
+    text = canonical_bytes(_valid() | {"sd": {}}).decode()
+    with pytest.raises(Malformed, match=r"unknown key\(s\) 'sd'"):
+        Envelope.from_text(text)
+    with pytest.raises(Malformed, match=r"envelope\.sd is only allowed on a v2") as direct:
+        Envelope(**_valid(), sd={})
+    assert direct.value.context["field"] == "sd"
+
+
+def test_v2_requires_sd() -> None:
+    with pytest.raises(Malformed) as caught:
+        Envelope.from_json(_valid() | {"v": 2})
+    assert caught.value.message == "envelope is missing sd"
+    with pytest.raises(Malformed, match=r"envelope\.sd is required") as direct:
+        Envelope(**(_valid() | {"v": 2}))
+    assert direct.value.context["field"] == "sd"
+
+
+_DIGEST = "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("sd", "problem"),
+    [
+        (None, "is required"),
+        ([], "must be a JSON object"),
+        ("/name", "must be a JSON object"),
+        ({"": _DIGEST}, "not a non-empty RFC 6901"),
+        ({"name": _DIGEST}, "not a non-empty RFC 6901"),
+        ({"/a~2": _DIGEST}, "not a non-empty RFC 6901"),
+        ({"/a~": _DIGEST}, "not a non-empty RFC 6901"),
+        ({"/name": _DIGEST.upper()}, "64 lowercase hex"),
+        ({"/name": _DIGEST[:63]}, "64 lowercase hex"),
+        ({"/name": 1}, "64 lowercase hex"),
+        ({"/name": None}, "64 lowercase hex"),
+        ({"/items/0": _DIGEST}, "through objects"),  # an array is never a parent
+        ({"/items/0/sku": _DIGEST}, "through objects"),
+        ({"/plan/x": _DIGEST}, "through objects"),
+        ({"/missing/x": _DIGEST}, "through objects"),
+        ({"/plan": _DIGEST}, "present in input"),
+        ({"/address/city": _DIGEST}, "present in input"),
+        ({"/n\ud800": _DIGEST}, "is invalid"),
+        ({"/n\x00": _DIGEST}, "is invalid"),
+    ],
+)
+def test_sd_rules(sd: Any, problem: str) -> None:
+    body, _ = _valid_v2()
+    with pytest.raises(Malformed) as caught:
+        Envelope.from_json(body | {"sd": sd})
+    assert caught.value.context["field"] == "sd"
+    assert caught.value.message.startswith("envelope.sd ")
+    assert problem in caught.value.message
+
+
+def test_sd_rules_on_the_fast_path() -> None:
+    body, _ = _valid_v2()
+    text = canonical_bytes(body | {"sd": {"/plan": _DIGEST}}).decode()
+    with pytest.raises(Malformed, match="present in input"):
+        Envelope.from_text(text)
+
+
+def test_sd_pointers_may_be_digits_and_escaped() -> None:
+    body = _valid() | {"v": 2, "input": {"0": {}, "a/b": {"~": {}}}}
+    sd = {"/1": _DIGEST, "/0/0": _DIGEST, "/a~1b/~0/x": _DIGEST, "/a~1c": _DIGEST}
+    assert Envelope.from_json(body | {"sd": sd}).sd == sd
+
+
+def test_size_limit_counts_input_and_sd() -> None:
+    sd: dict[str, Any] = {"/name": _DIGEST}
+    padding = MAX_INPUT_BYTES - len(b'{"big":""}') - len(canonical_bytes(sd))
+    body = _valid() | {"v": 2, "input": {"big": "x" * padding}, "sd": sd}
+    Envelope.from_json(body)
+    with pytest.raises(Malformed, match=r"envelope\.input and sd are 262145 bytes") as caught:
+        Envelope.from_json(body | {"input": {"big": "x" * (padding + 1)}})
+    assert caught.value.context["field"] == "input"
+
+
+# --- Submissions with disclosures ---------------------------------------------------------
+
+
+def _v2_body() -> dict[str, Any]:
+    body, texts = _valid_v2()
+    return sign(Envelope.from_json(body), KEY, texts).to_json()
+
+
+def test_v2_submission_round_trip() -> None:
+    body = _v2_body()
+    assert len(body["disclosures"]) == 2
+    submission = parse_submission(json.dumps(body).encode())
+    verify_submission(submission)
+    assert submission.to_json() == body
+    assert submission.full_input() == FULL_INPUT
+    assert submission.full_input() is submission.full_input()  # joined once
+
+
+def test_v1_full_input_is_the_input() -> None:
+    submission = Submission.from_json(_body())
+    assert submission.disclosures == ()
+    assert submission.full_input() is submission.envelope.input
+
+
+@pytest.mark.parametrize("disclosures", [_MISSING, []])
+def test_v2_submission_with_empty_sd_needs_no_disclosures(disclosures: Any) -> None:
+    body = sign(Envelope.from_json(_valid() | {"v": 2, "sd": {}}), KEY).to_json()
+    assert "disclosures" not in body
+    if disclosures is not _MISSING:
+        body["disclosures"] = disclosures
+    submission = Submission.from_json(body)
+    assert submission.disclosures == ()
+    assert submission.full_input() == _valid()["input"]
+
+
+def _v2_empty_sd_body() -> dict[str, Any]:
+    return sign(Envelope.from_json(_valid() | {"v": 2, "sd": {}}), KEY).to_json()
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (lambda: _v2_body() | {"disclosures": []}, "are required"),
+        (lambda: {k: v for k, v in _v2_body().items() if k != "disclosures"}, "are required"),
+        (lambda: _v2_body() | {"disclosures": "text"}, "list of strings"),
+        (lambda: _v2_body() | {"disclosures": [1]}, "list of strings"),
+        (lambda: _v2_body() | {"disclosures": None}, "list of strings"),
+        (lambda: _v2_empty_sd_body() | {"disclosures": ["x"]}, "must be absent"),
+        (lambda: _body() | {"disclosures": []}, "only allowed with a v2"),
+        (lambda: _body() | {"disclosures": ["x"]}, "only allowed with a v2"),
+    ],
+)
+def test_submission_disclosure_presence_rules(body: Any, problem: str) -> None:
+    with pytest.raises(Malformed) as caught:
+        Submission.from_json(body())
+    assert caught.value.context["field"] == "disclosures"
+    assert problem in caught.value.message
+
+
+def test_full_input_refuses_disclosures_that_do_not_match() -> None:
+    body = _v2_body()
+    body["disclosures"] = body["disclosures"][:1]
+    with pytest.raises(BadDisclosure, match="no disclosure for"):
+        Submission.from_json(body).full_input()
+    body = _v2_body()
+    body["disclosures"][0] = make_disclosure(PERSONAL[0], "Eve").text
+    with pytest.raises(BadDisclosure, match="does not match its digest"):
+        Submission.from_json(body).full_input()
+
+
+def test_disclosures_are_not_signed_but_committed() -> None:
+    """The signature covers `sd`, not the disclosures: swapping one still verifies, and
+    the join is what refuses it."""
+    body = _v2_body()
+    pointer = parse_disclosure(body["disclosures"][0]).pointer
+    body["disclosures"][0] = make_disclosure(pointer, "Eve").text
+    submission = Submission.from_json(body)
+    verify_submission(submission)
+    with pytest.raises(BadDisclosure):
+        submission.full_input()
+
+
+def test_sign_and_submission_check_the_disclosure_types() -> None:
+    body, texts = _valid_v2()
+    envelope = Envelope.from_json(body)
+    with pytest.raises(TypeError):
+        sign(envelope, KEY, texts[0])
+    with pytest.raises(TypeError):
+        Submission(envelope, "0" * 128, texts)  # type: ignore[arg-type]

@@ -84,15 +84,14 @@ class Envelope:
         # Canonicalized once: every envelope is hashed or verified, often both.
         message = canonical_bytes(self.to_json()) if _canonical is None else _canonical
         object.__setattr__(self, "_message", message)
-        self._check_size(message)
+        # `input` and `sd` are never larger than the whole message, so a small message
+        # needs no second encoding (nor a call, on this hot path).
+        if len(message) > MAX_INPUT_BYTES:
+            self._check_size(message)
 
     def _check_size(self, message: bytes) -> None:
         # JCS writes each member's value as is, so swapping `input` (and `sd`) for {}
         # (2 bytes each) shrinks the message by exactly their canonical size minus 2 each.
-        # They are never larger than the whole message, so a small message needs no
-        # second encoding.
-        if len(message) <= MAX_INPUT_BYTES:
-            return
         emptied: JsonObject = {"input": {}} if self.sd is None else {"input": {}, "sd": {}}
         skeleton = canonical_bytes(self.to_json() | emptied)
         size = len(message) - len(skeleton) + 2 * len(emptied)
