@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import httpx
 import pytest
 
 from charter.api.limits import MAX_BODY_BYTES
+from charter.core.disclosures import make_disclosure
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission, sign
 from charter.core.jsontypes import JsonObject
@@ -217,6 +219,39 @@ def _not_due(h: Harness) -> Request:
     return lambda: h.post(sign(envelope, automation))
 
 
+PERSONAL = "tests/personal-errors"
+PERSONAL_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["open"],
+    "roles": ["clerk"],
+    "erasure": {"role": "clerk", "from": "*", "bases": ["art17-1a"]},
+    "actions": {
+        "create": {"type": "create", "role": "clerk", "to": "open",
+                   "input": {"type": "object",
+                             "properties": {"name": {"type": "string", "x-personal": True}}}},
+    },
+}  # fmt: skip
+
+
+def _personal_workflow(h: Harness) -> SecretKey:
+    h.deploy(PERSONAL, PERSONAL_DEFINITION)
+    return h.keys["clerk"]
+
+
+def _personal_in_clear(h: Harness) -> Request:
+    clerk = _personal_workflow(h)
+    envelope = h.envelope(clerk, new_id(), "create", {"name": "Ada"}, workflow=PERSONAL)
+    return lambda: h.post(sign(envelope, clerk))
+
+
+def _bad_disclosure(h: Harness) -> Request:
+    clerk = _personal_workflow(h)
+    disclosed = make_disclosure("/name", "Ada")
+    base = h.envelope(clerk, new_id(), "create", workflow=PERSONAL)
+    envelope = replace(base, v=2, sd={"/name": "0" * 64})
+    return lambda: h.post(sign(envelope, clerk, [disclosed.text]))
+
+
 CASES: dict[str, tuple[Callable[[Harness], Request], int, str]] = {
     "bad_signature": (_bad_signature, 401, "bad_signature"),
     "unknown_actor": (_unknown_actor, 403, "unknown_actor"),
@@ -235,6 +270,8 @@ CASES: dict[str, tuple[Callable[[Harness], Request], int, str]] = {
     "workflow_mismatch": (_workflow_mismatch, 422, "workflow_mismatch"),
     "clock_skew": (_clock_skew, 422, "clock_skew"),
     "not_due": (_not_due, 422, "not_due"),
+    "personal_in_clear": (_personal_in_clear, 422, "personal_in_clear"),
+    "bad_disclosure": (_bad_disclosure, 422, "bad_disclosure"),
 }
 
 

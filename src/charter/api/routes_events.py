@@ -37,14 +37,16 @@ async def _submission_body(request: Request) -> bytes:
         description="Appended: the event's hash and seq and the process after it.",
         bearer=False,
         why={
-            400: "`malformed`: not strict I-JSON, or not a v1 submission.",
+            400: "`malformed`: not strict I-JSON, or not a v1 or v2 submission.",
             401: "`bad_signature`: the signature does not verify the envelope.",
             403: "`unknown_actor`, `forbidden_role` or `reserved_field`.",
             404: "`unknown_process`, `unknown_workflow` or `unknown_action`.",
             409: "`stale_prev` (with the current `head`: re-read and sign again) or "
             "`duplicate`.",
             422: "`wrong_state`, `condition_failed`, `invalid_input`, `workflow_mismatch`, "
-            "`clock_skew` or `not_due`.",
+            "`clock_skew`, `not_due`, `bad_disclosure` (a disclosure that does not match "
+            "`sd`, a digest for a field that is not personal, a reused salt) or "
+            "`personal_in_clear` (a personal field in `input`).",
         },
     ),
 )  # fmt: skip

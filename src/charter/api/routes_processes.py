@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from charter import wire
@@ -24,9 +24,12 @@ from charter.api.state import Services, services
 from charter.audit import verify_stored
 from charter.audit.metrics import count_verification
 from charter.auth.tokens import TokenInfo
+from charter.core.errors import Forbidden
+from charter.core.jsontypes import JsonObject, JsonValue
 from charter.wire import engine as shapes
 
 READ = "processes:read"
+PERSONAL_READ = "personal:read"
 
 router = APIRouter(tags=["processes"])
 Context = Annotated[Services, Depends(services)]
@@ -43,11 +46,42 @@ def get_process(process_id: ProcessId, context: Context, _token: Reader) -> JSON
     return JSONResponse({**view.to_json(), "children": children})
 
 
-@router.get("/v1/processes/{process_id}/events", **answers(Events, 404, why=_UNKNOWN))
-def list_events(process_id: ProcessId, context: Context, _token: Reader) -> JSONResponse:
-    """Every event of the process in seq order, as stored."""
-    events = context.reads.events(process_id)
-    return JSONResponse(listing([e.to_json() for e in events], deprecated_key="events"))
+@router.get(
+    "/v1/processes/{process_id}/events",
+    **answers(
+        Events, 403, 404,
+        why={**_UNKNOWN, 403: "`forbidden`: `disclosures=true` needs the scope "
+             f"`{PERSONAL_READ}`."},
+    ),
+)  # fmt: skip
+def list_events(
+    process_id: ProcessId,
+    context: Context,
+    token: Reader,
+    disclosures: Annotated[
+        bool,
+        Query(
+            description="Add each event's kept personal values as `disclosures` "
+            f"(needs the scope `{PERSONAL_READ}`)."
+        ),
+    ] = False,
+) -> JSONResponse:
+    """Every event of the process in seq order, as stored; with `disclosures=true`, each
+    with the disclosure texts of its personal fields that are kept."""
+    if not disclosures:
+        events = context.reads.events(process_id)
+        return JSONResponse(listing([e.to_json() for e in events], deprecated_key="events"))
+    if not token.grants(PERSONAL_READ):
+        raise Forbidden(
+            f"disclosures=true shows personal values: the token lacks the scope {PERSONAL_READ!r}",
+            scope=PERSONAL_READ,
+        )
+    events, kept = context.reads.events_with_disclosures(process_id)
+    shown: list[JsonValue] = []
+    for event in events:
+        texts: JsonObject = dict(kept.get(event.hash, {}))
+        shown.append(event.to_json() | {"disclosures": texts})
+    return JSONResponse(listing(shown, deprecated_key="events"))
 
 
 @router.get("/v1/processes/{process_id}/verify", **answers(Verification, 404, why=_UNKNOWN))

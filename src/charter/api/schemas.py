@@ -40,7 +40,7 @@ SUBMISSION = request_body(
                 "required": ["v", "process", "workflow", "action", "input", "prev", "actor", "at"],
                 "additionalProperties": False,
                 "properties": {
-                    "v": {"const": 1},
+                    "v": {"enum": [1, 2]},
                     "process": {"type": "string", "pattern": NAME},
                     "workflow": {"type": "string", "pattern": WORKFLOW_PATH},
                     "action": {"type": "string", "pattern": NAME},
@@ -48,12 +48,25 @@ SUBMISSION = request_body(
                     "prev": {"oneOf": [_HEX64, {"type": "null"}]},
                     "actor": _HEX64,
                     "at": {"type": "string", "format": "date-time"},
+                    "sd": {
+                        "type": "object",
+                        "description": "v2 only, and required there: the digest of each "
+                        "personal field's disclosure, by JSON pointer.",
+                        "additionalProperties": _HEX64,
+                    },
                 },
             },
             "signature": {"type": "string", "pattern": "^[0-9a-f]{128}$"},
+            "disclosures": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The disclosure texts `sd` commits to, one per entry (present "
+                "exactly when `sd` has entries); never signed, kept beside the event.",
+            },
         },
     },
-    "A signed v1 envelope (docs/wire-format.md); strict I-JSON, at most 2 MiB.",
+    "A signed v1 or v2 envelope (docs/wire-format.md), with a v2 envelope's disclosures; "
+    "strict I-JSON, at most 2 MiB.",
 )
 
 # What a deploy and a deploy plan both take.

@@ -9,6 +9,9 @@ with. Reading a bundle checks shapes and types only; what the values mean is the
 verifier's job. `actors` is always written but optional when read: bundles exported
 before it existed stay readable (their automated events then need pinned keys).
 
+A v2 event (one with personal fields) also carries `disclosures`, the disclosure texts kept
+for it by pointer; v1 events have none, so their bundles read as before.
+
 A deployment with a transparency log exports `charter-export/2`: the same members plus
 `log`, the C2SP tlog-proof of the last logged event (`charter.audit.bundle_log` builds and
 checks it). Without a log the bundle stays `charter-export/1`, byte for byte as before.
@@ -63,6 +66,13 @@ def event_json(event: EventRow) -> JsonObject:
         shown: JsonValue = ijson.loads(event.envelope_text)
     except Malformed:
         shown = None  # the text itself is the evidence; the verifier names what is wrong
+    found = _event_json(event, shown)
+    if isinstance(shown, dict) and "sd" in shown:
+        found["disclosures"] = dict(sorted(event.disclosures.items()))
+    return found
+
+
+def _event_json(event: EventRow, shown: JsonValue) -> JsonObject:
     return {
         "seq": event.seq,
         "hash": event.hash,
@@ -231,4 +241,15 @@ def _event(value: JsonValue, where: str) -> EventRow:
         received_at=row.optional_text("received_at"),
         shown_envelope=row.get("envelope"),
         workflow_revision=row.optional_integer("revision"),
+        disclosures=_disclosures(row),
     )
+
+
+def _disclosures(row: _Object) -> dict[str, str]:
+    """A v2 event's kept disclosure texts by pointer; none for an event without them."""
+    if "disclosures" not in row.value:
+        return {}
+    found = row.member_object("disclosures")
+    if not all(isinstance(text, str) for text in found.values()):
+        raise Malformed(f"{row.where}.disclosures must map pointers to disclosure texts")
+    return {pointer: text for pointer, text in found.items() if isinstance(text, str)}

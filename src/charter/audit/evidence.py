@@ -9,7 +9,7 @@ bundle, so the checks that run over it are the same in both places.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from charter import wire
@@ -37,6 +37,9 @@ CODES = frozenset(
         "missing_workflow",
         "replay_rejected",
         "replay_mismatch",
+        # The personal values of v2 events (charter.audit.disclosures).
+        "disclosure_missing",
+        "disclosure_mismatch",
         "malformed_bundle",
         "provenance_malformed",
         "provenance_actor",
@@ -91,6 +94,9 @@ class EventRow:
     # The workflow revision the event was decided under (unsigned, like `actor_roles`);
     # None in an export written before revisions were recorded.
     workflow_revision: int | None = None
+    # The disclosure texts kept for a v2 event's personal fields, by pointer (unsigned:
+    # the envelope's `sd` commits to each by digest). Absent ones are not listed.
+    disclosures: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

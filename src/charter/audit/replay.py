@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from charter.audit.evidence import Evidence, Problem, short
+from charter.audit.disclosures import replay_input
+from charter.audit.evidence import EventRow, Evidence, Problem, short
 from charter.core.canonical import canonical_bytes
 from charter.core.envelope import Envelope
-from charter.core.errors import CharterError, Malformed
-from charter.core.jsontypes import JsonValue
+from charter.core.errors import BadDisclosure, CharterError, Malformed
+from charter.core.jsontypes import JsonObject, JsonValue
 from charter.dsl.model import Workflow
 from charter.dsl.validate import load_workflow
 from charter.engine.records import ActorContext, ProcessView
@@ -43,6 +44,7 @@ def replay(evidence: Evidence, envelopes: Sequence[Envelope | None]) -> list[Pro
                 workflow = _load(evidence, event.workflow_version)
                 workflows[event.workflow_version] = workflow
             actor = ActorContext(event.actor_id, event.actor, event.actor_roles)
+            full_input = _full_input(event, envelope)
             decision = decide(
                 current,
                 workflow,
@@ -50,6 +52,7 @@ def replay(evidence: Evidence, envelopes: Sequence[Envelope | None]) -> list[Pro
                 actor,
                 event_hash=envelope.hash(),
                 genesis=event.kind == "spawn",
+                full_input=full_input,
             )
         except _Stop as stop:
             return [Problem(event.seq, "replay_rejected", f"cannot replay: {stop.message}")]
@@ -72,6 +75,13 @@ def replay(evidence: Evidence, envelopes: Sequence[Envelope | None]) -> list[Pro
             parent_event=process.parent_event,
         )
     return _compare(process, current)
+
+
+def _full_input(event: EventRow, envelope: Envelope) -> JsonObject:
+    try:
+        return replay_input(event, envelope)
+    except BadDisclosure as exc:
+        raise _Stop(f"its personal input is not all there ({exc.message})") from None
 
 
 def _load(evidence: Evidence, version: str) -> Workflow:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from charter.audit.automated import check_automated_events
+from charter.audit.disclosures import check_disclosures
 from charter.audit.evidence import (
     EventRow,
     Evidence,
@@ -59,6 +60,7 @@ def verify_evidence(
         check_automated_events(evidence, envelopes, _trusted(evidence, automation_keys))
     )
     _check_head(evidence.process, evidence.events, digests, problems)
+    problems.extend(check_disclosures(evidence.events, envelopes))
     _check_workflows(evidence, problems)
     if replay_state:
         problems.extend(replay(evidence, envelopes))

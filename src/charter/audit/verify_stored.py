@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -124,6 +125,7 @@ def load_evidence(database: Database, process_id: str) -> Evidence:
             raise UnknownProcess(f"no process {process_id!r}")
         rows = conn.execute(query("verification_events"), {"process_id": process_id})
         events = tuple(map(_event_row, rows.fetchall()))  # fetchall: no per-row cursor call
+        events = _with_disclosures(conn, process_id, events)
         causes = _causes(conn, process, events)
         versions = {event.workflow_version for event in events}
         versions |= {event.workflow_version for event in causes.values()}
@@ -135,6 +137,19 @@ def load_evidence(database: Database, process_id: str) -> Evidence:
         workflows=workflows,
         causes=causes,
         automation_keys=automation_keys,
+    )
+
+
+def _with_disclosures(
+    conn: Conn, process_id: str, events: tuple[EventRow, ...]
+) -> tuple[EventRow, ...]:
+    """`events` with the disclosure texts kept for them (erased ones are not kept)."""
+    kept = Store(conn).kept_disclosures(process_id)
+    if not kept:
+        return events
+    return tuple(
+        replace(event, disclosures=kept[event.hash]) if event.hash in kept else event
+        for event in events
     )
 
 

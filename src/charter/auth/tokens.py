@@ -35,6 +35,7 @@ SCOPES = frozenset(
         "runs:read",
         "runs:execute",
         "processes:read",
+        "personal:read",
         "workflows:write",
         "actors:write",
         "log:read",

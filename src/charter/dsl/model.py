@@ -158,12 +158,32 @@ class Action:
         )
         if errors:
             problems = [
-                {"pointer": json_pointer(*e.absolute_path), "message": e.message} for e in errors
+                {"pointer": pointer, "message": self._said(pointer, e.validator, e.message)}
+                for e in errors
+                for pointer in (json_pointer(*e.absolute_path),)
             ]
             # Every problem in the message too, for clients that show only the message.
             said = "; ".join(f"{p['pointer'] or '/'}: {p['message']}" for p in problems[:10])
             more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
             raise InvalidInput(f"input {said}{more}", problems=problems)
+
+    def _said(self, pointer: str, keyword: object, message: str) -> str:
+        """`message`, unless it may quote a personal value: a refusal is logged, and a
+        personal value must reach no log. Messages of these keywords name keys only."""
+        if keyword in _KEY_KEYWORDS or not any(
+            _related(pointer, personal) for personal in self.personal
+        ):
+            return message
+        return f"does not satisfy the schema's {keyword!r} (a personal value is not quoted)"
+
+
+# Input schema keywords whose messages name property names, never values.
+_KEY_KEYWORDS = frozenset({"required", "additionalProperties", "dependentRequired"})
+
+
+def _related(pointer: str, personal: str) -> bool:
+    """Whether the value at `pointer` holds, or lies inside, the value at `personal`."""
+    return (personal + "/").startswith(pointer + "/") or pointer.startswith(personal + "/")
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ import psycopg
 from charter import wire
 from charter.core.clock import Clock, SystemClock
 from charter.core.config import Settings
+from charter.core.disclosures import parse_disclosure
 from charter.core.envelope import Envelope, Submission, verify_submission
 from charter.core.errors import (
+    BadDisclosure,
     CharterError,
     ClockSkew,
     Duplicate,
@@ -69,6 +71,8 @@ SUBMISSION_CODES = frozenset(
         "workflow_mismatch",
         "clock_skew",
         "not_due",
+        "bad_disclosure",
+        "personal_in_clear",
     }
 )
 
@@ -137,6 +141,7 @@ class Engine:
         try:
             self.check_clock(envelope)
             verify_submission(submission)  # before any lock: a forgery costs no contention
+            submission.full_input()  # its disclosures match sd, or bad_disclosure now
             # Pipeline mode: statements whose results are not needed yet travel together
             # (the reads, then the writes with the COMMIT), saving round trips.
             tally = Tally()
@@ -185,6 +190,7 @@ class Engine:
         try:
             self.check_clock(envelope)
             verify_submission(submission)
+            submission.full_input()
             # `_apply` flushes its writes before it returns, so a refusal by the database
             # is raised inside the savepoint and undoes only this event.
             with conn.transaction():
@@ -306,7 +312,10 @@ class Engine:
         if firing is not None:
             refuse_if_fired(firing)
         work = firing.row if firing is not None else None
-        decision = decide(process, workflow, envelope, actor, event_hash=event_hash)
+        decision = decide(
+            process, workflow, envelope, actor, event_hash=event_hash,
+            full_input=submission.full_input(),
+        )  # fmt: skip
         if process is None:
             # A concurrent creation of the same id is refused by the primary key when the
             # writes are answered (`_duplicate`), not waited for here.
@@ -330,6 +339,10 @@ class Engine:
             workflow_path=envelope.workflow,
             workflow_version=version,
         )
+        if submission.disclosures:
+            # Parsed again: cheap (a JSON array of three), and full_input() matched them.
+            disclosed = map(parse_disclosure, submission.disclosures)
+            store.insert_disclosures(event_hash, [(d.pointer, d.digest, d.text) for d in disclosed])
         store.advance_process(
             process_id=envelope.process,
             state=decision.state,
@@ -388,12 +401,17 @@ class Engine:
 
 def _duplicate(
     exc: psycopg.errors.UniqueViolation, event_hash: str | None, work: WorkRow | None
-) -> Duplicate:
+) -> Duplicate | BadDisclosure:
     """What a unique key refusing an event's writes means (the checks before the writes
     make this a race: another transaction did the same first)."""
     constraint = exc.diag.constraint_name or ""
     if constraint.startswith("automation_firings") and work is not None:
         return already_fired(work, None)
+    if constraint == "event_disclosures_digest_key":
+        return BadDisclosure(
+            "a disclosure's digest is stored already: its salt was used before (each "
+            "disclosure needs a fresh random salt)"
+        )
     if constraint == "events_hash_key":
         return Duplicate(f"event {event_hash or ''} is already recorded")
     if constraint == "processes_pkey":

@@ -33,6 +33,17 @@ class Reads:
                 raise UnknownProcess(f"no process {process_id!r}")
             return store.process_events(process_id)
 
+    def events_with_disclosures(
+        self, process_id: str
+    ) -> tuple[list[StoredEvent], dict[str, dict[str, str]]]:
+        """The events, and the disclosure texts kept for each (event hash -> pointer ->
+        text), read in one transaction."""
+        with self.database.connection(Role.READER) as conn, conn.transaction():
+            store = Store(conn)
+            if store.get_process(process_id) is None:
+                raise UnknownProcess(f"no process {process_id!r}")
+            return store.process_events(process_id), store.kept_disclosures(process_id)
+
     def automation(self, process_id: str) -> tuple[list[JsonObject], list[JsonObject]]:
         """(scheduled actions, queue rows) of a process."""
         with self.database.connection(Role.READER) as conn, conn.transaction():

@@ -30,6 +30,7 @@ from charter.dsl.mutate import (
     apply_action,
     render_auto_data,
 )
+from charter.engine.personal import check_personal
 from charter.engine.records import AUTOMATION_ROLE, ActorContext, ProcessView
 
 AUTOMATION_SCOPE_ACTOR: dict[str, JsonValue] = {"id": "automation", "roles": [AUTOMATION_ROLE]}
@@ -87,12 +88,16 @@ def decide(
     *,
     event_hash: str,
     genesis: bool = False,
+    full_input: JsonObject | None = None,
 ) -> Decision:
     """Check the event against the rules and compute its effects.
 
     `genesis` marks a spawned child's unsigned first event: the parent's action
     authorized it, so the child's role check is skipped; every other rule holds.
+    `full_input` is a v2 envelope's input with its disclosures joined in: the rules
+    decide on it (default: the envelope's `input`, all there is in a v1 envelope).
     """
+    input_ = envelope.input if full_input is None else full_input
     action = workflow.action(envelope.action)
     migrating = workflow.is_migration(action)
     if migrating and actor.is_automation:
@@ -104,17 +109,18 @@ def decide(
             f"actor {actor.id!r} holds {list(actor.roles)}"
         )
     _check_state(action, process)
-    action.check_input(envelope.input)
-    scope = _scope(process, envelope, actor, event_hash)
+    action.check_input(input_)
+    check_personal(action, envelope)
+    scope = _scope(process, envelope, actor, event_hash, input_)
     if action.when is not None and not action.when.holds(scope):
         raise ConditionFailed(f"action {action.name!r}: `when` is false ({action.when.source})")
-    if has_automation_meta(envelope.input) and not actor.is_automation:
+    if has_automation_meta(input_) and not actor.is_automation:
         # Checked again, against the work row, by the engine (engine/provenance.py).
         raise ReservedField("input.meta.automation is reserved for the automation actor")
     before = process.document if process is not None else {}
     cleanup = None
     if migrating:
-        migration = MigrationInput.of(envelope.input)
+        migration = MigrationInput.of(input_)
         effects = apply_migration(before, migration)
         cleanup = Cleanup(tuple(workflow.actions), migration.reason)
     else:
@@ -212,12 +218,16 @@ def _check_state(action: Action, process: ProcessView | None) -> None:
 
 
 def _scope(
-    process: ProcessView | None, envelope: Envelope, actor: ActorContext, event_hash: str
+    process: ProcessView | None,
+    envelope: Envelope,
+    actor: ActorContext,
+    event_hash: str,
+    input_: JsonObject,
 ) -> Scope:
     return Scope(
         document=process.document if process is not None else {},
         now=envelope.at_datetime(),
-        input=envelope.input,
+        input=input_,
         actor=actor.to_scope(),
         event={"hash": event_hash, "actor": envelope.actor, "at": envelope.at},
         process={

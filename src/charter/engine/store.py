@@ -334,6 +334,30 @@ class Store:
             cause_hash=cause_hash,
         )
 
+    def insert_disclosures(
+        self, event_hash: str, disclosures: Sequence[tuple[str, str, str]]
+    ) -> None:
+        """Store an event's (pointer, digest, text) disclosures. The queued writes, the
+        event among them, go first: each row references its event."""
+        self.send()
+        payload = [{"pointer": p, "digest": d, "disclosure": t} for p, d, t in disclosures]
+        self.writes += 1
+        self.conn.execute(
+            query("insert_disclosures"),
+            {"event_hash": event_hash, "disclosures": dumps_payload(payload)},
+        )
+
+    def kept_disclosures(self, process_id: str) -> dict[str, dict[str, str]]:
+        """The disclosure texts kept for a process's events: event hash -> pointer ->
+        text (an erased one is not kept)."""
+        kept: dict[str, dict[str, str]] = {}
+        for event_hash, pointer, _digest, text, _erased_by in self._read(
+            "event_disclosures", {"process_id": process_id}
+        ):
+            if text is not None:
+                kept.setdefault(str(event_hash), {})[str(pointer)] = str(text)
+        return kept
+
     def process_events(self, process_id: str) -> list[StoredEvent]:
         rows = self._read("process_events", {"process_id": process_id}).fetchall()
         return [event_from_row(r) for r in rows]

@@ -53,7 +53,7 @@ CREATE TABLE charter.api_tokens (
 ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_name_check CHECK ((length(name) <= 200));
 ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
 ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_principal_check CHECK ((principal ~ '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$'::text));
-ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_scopes_check CHECK (((cardinality(scopes) >= 1) AND (scopes <@ ARRAY['automations:read'::text, 'automations:write'::text, 'runs:read'::text, 'runs:execute'::text, 'processes:read'::text, 'workflows:write'::text, 'actors:write'::text, 'log:read'::text, '*'::text])));
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_scopes_check CHECK (((cardinality(scopes) >= 1) AND (scopes <@ ARRAY['automations:read'::text, 'automations:write'::text, 'runs:read'::text, 'runs:execute'::text, 'processes:read'::text, 'personal:read'::text, 'workflows:write'::text, 'actors:write'::text, 'log:read'::text, '*'::text])));
 ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_token_hash_check CHECK ((token_hash ~ '^[0-9a-f]{64}$'::text));
 ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
 GRANT INSERT ON charter.api_tokens TO charter_engine;

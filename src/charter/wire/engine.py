@@ -57,7 +57,7 @@ class Event(Wire):
     seq: Annotated[int, Meta(ge=1)]
     hash: Annotated[str, Meta(pattern=HEX64)]
     envelope: Annotated[
-        JsonObject, Meta(description="The signed v1 envelope (docs/wire-format.md).")
+        JsonObject, Meta(description="The signed v1 or v2 envelope (docs/wire-format.md).")
     ]
     signature: Annotated[str | None, Meta(description="Null for a spawn genesis (it is caused).")]
     kind: Annotated[str, Meta(choices=("action", "spawn"))]
@@ -74,6 +74,13 @@ class Event(Wire):
             ge=1,
             required=True,
             description="The revision of the workflow path the event was decided under.",
+        ),
+    ] = None
+    disclosures: Annotated[
+        dict[str, str] | None,
+        Meta(
+            description="With `?disclosures=true` (scope `personal:read`): the disclosure "
+            "texts kept for the event's personal fields, by JSON pointer (`{}` for none).",
         ),
     ] = None
 

@@ -89,3 +89,13 @@ GRANT EXECUTE ON FUNCTION charter.erase_disclosures(text, jsonb) TO charter_engi
 
 GRANT SELECT ON charter.event_disclosures TO charter_engine, charter_reader;
 GRANT INSERT ON charter.event_disclosures TO charter_engine;
+
+-- The scope that shows personal values: GET /v1/processes/{id}/events?disclosures=true.
+ALTER TABLE charter.api_tokens DROP CONSTRAINT api_tokens_scopes_check;
+ALTER TABLE charter.api_tokens ADD CONSTRAINT api_tokens_scopes_check CHECK (
+    cardinality(scopes) >= 1
+    AND scopes <@ ARRAY[
+        'automations:read', 'automations:write', 'runs:read', 'runs:execute',
+        'processes:read', 'personal:read', 'workflows:write', 'actors:write', 'log:read', '*'
+    ]::text[]
+);

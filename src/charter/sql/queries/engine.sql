@@ -249,3 +249,16 @@ SELECT charter.apply_writes_v1(%(ops)s::jsonb)
 -- Wake-up hints, sent after the commit of what they announce (engine/hints.py).
 SELECT pg_notify(channel, payload)
 FROM unnest(%(channels)s::text[], %(payloads)s::text[]) AS h(channel, payload)
+
+-- insert_disclosures --
+-- The personal values of one v2 event, beside it (migration 0022); sent after the event.
+INSERT INTO charter.event_disclosures (event_hash, pointer, digest, disclosure)
+SELECT %(event_hash)s, d.pointer, d.digest, d.disclosure
+FROM jsonb_to_recordset(%(disclosures)s::jsonb) AS d(pointer text, digest text, disclosure text)
+
+-- event_disclosures --
+-- The disclosures of a process's events, present or erased, in event then pointer order.
+SELECT d.event_hash, d.pointer, d.digest, d.disclosure, d.erased_by
+FROM charter.event_disclosures d JOIN charter.events e ON e.hash = d.event_hash
+WHERE e.process_id = %(process_id)s
+ORDER BY e.seq, d.pointer
