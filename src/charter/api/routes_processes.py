@@ -115,11 +115,25 @@ def get_process_automation(process_id: ProcessId, context: Context, _token: Read
     ),
 )
 def export_process(
-    request: Request, process_id: ProcessId, context: Context, _token: Reader
+    request: Request,
+    process_id: ProcessId,
+    context: Context,
+    token: Reader,
+    withhold_personal: Annotated[
+        bool,
+        Query(
+            description="Leave every personal value out (`disclosures_withheld`: true): the "
+            f"default for a token without the scope `{PERSONAL_READ}`."
+        ),
+    ] = False,
 ) -> JSONResponse:
     """The export bundle (as `charter export` prints) for offline verification:
     `charter-export/2`, with the tlog-proof of the last logged event, when this deployment
     has a transparency log (no wait: `unlogged` counts the events not logged yet), else
-    `charter-export/1`."""
+    `charter-export/1`. Personal values are in it only for a token that may read them."""
     log = log_settings(request).log_directory()
-    return JSONResponse(verify_stored.export_bundle(context.database, process_id, log))
+    withhold = withhold_personal or not token.grants(PERSONAL_READ)
+    bundle = verify_stored.export_bundle(
+        context.database, process_id, log, withhold_personal=withhold
+    )
+    return JSONResponse(bundle)

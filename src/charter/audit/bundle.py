@@ -10,7 +10,9 @@ verifier's job. `actors` is always written but optional when read: bundles expor
 before it existed stay readable (their automated events then need pinned keys).
 
 A v2 event (one with personal fields) also carries `disclosures`, the disclosure texts kept
-for it by pointer; v1 events have none, so their bundles read as before.
+for it by pointer, and a bundle with such events says `disclosures_withheld`: true when
+it was exported without them (charter.audit.withhold). v1 events have neither, so
+their bundles read as before.
 
 A deployment with a transparency log exports `charter-export/2`: the same members plus
 `log`, the C2SP tlog-proof of the last logged event (`charter.audit.bundle_log` builds and
@@ -35,15 +37,18 @@ FORMATS = (FORMAT, FORMAT_LOGGED)
 
 def bundle_json(evidence: Evidence, log: JsonObject | None = None) -> JsonObject:
     """The bundle of `evidence`; with `log` (the deployment has a log), `charter-export/2`."""
+    events = [event_json(event) for event in evidence.events]
     bundle: JsonObject = {
         "format": FORMAT if log is None else FORMAT_LOGGED,
         "process": process_json(evidence.process),
-        "events": [event_json(event) for event in evidence.events],
+        "events": list(events),
         "workflows": dict(sorted(evidence.workflows.items())),
         "causes": {key: event_json(event) for key, event in sorted(evidence.causes.items())},
     }
     if evidence.automation_keys is not None:
         bundle["actors"] = actors_json(evidence.automation_keys)
+    if evidence.disclosures_withheld or any("disclosures" in event for event in events):
+        bundle["disclosures_withheld"] = evidence.disclosures_withheld
     if log is not None:
         bundle["log"] = log
     return bundle
@@ -112,7 +117,16 @@ def evidence_from_bundle(bundle: JsonValue) -> Evidence:
         workflows=dict(workflows),
         causes={key: _event(item, f"bundle.causes[{key[:16]!r}]") for key, item in causes.items()},
         automation_keys=_automation_keys(top),
+        disclosures_withheld=_withheld(top),
     )
+
+
+def _withheld(top: _Object) -> bool:
+    """Whether the bundle says it was exported without personal values."""
+    value = top.value.get("disclosures_withheld", False)
+    if not isinstance(value, bool):
+        raise Malformed("bundle.disclosures_withheld must be true or false")
+    return value
 
 
 def _automation_keys(top: _Object) -> tuple[ActorKey, ...] | None:

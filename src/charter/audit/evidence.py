@@ -40,6 +40,7 @@ CODES = frozenset(
         # The personal values of v2 events (charter.audit.disclosures).
         "disclosure_missing",
         "disclosure_mismatch",
+        "erasure_incomplete",
         "malformed_bundle",
         "provenance_malformed",
         "provenance_actor",
@@ -97,6 +98,9 @@ class EventRow:
     # The disclosure texts kept for a v2 event's personal fields, by pointer (unsigned:
     # the envelope's `sd` commits to each by digest). Absent ones are not listed.
     disclosures: Mapping[str, str] = field(default_factory=dict)
+    # The erase event each erased disclosure names, by pointer (the database's record;
+    # an export does not carry it: coverage is read from the chain).
+    erased_by: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,8 @@ class Evidence:
     # Every key the automation actor holds or held; None when the evidence does not say
     # (an export written before bundles carried `actors`).
     automation_keys: tuple[ActorKey, ...] | None = None
+    # An export made without its personal values (`--withhold-personal`).
+    disclosures_withheld: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,15 +153,23 @@ class VerificationReport:
     ok: bool
     events: int
     problems: tuple[Problem, ...]
+    # What became of personal values; None for a process without any (envelope v1 only).
+    erasure: Mapping[str, object] | None = None
 
     @classmethod
-    def of(cls, events: int, problems: list[Problem]) -> VerificationReport:
+    def of(
+        cls, events: int, problems: list[Problem], erasure: Mapping[str, object] | None = None
+    ) -> VerificationReport:
         ordered = sorted(problems, key=_problem_order)
-        return cls(ok=not ordered, events=events, problems=tuple(ordered))
+        return cls(ok=not ordered, events=events, problems=tuple(ordered), erasure=erasure)
 
     def to_json(self) -> JsonObject:
         """The `GET /v1/processes/{id}/verify` body (docs/api.md)."""
-        return wire.to_json(self, shapes.Verification)
+        shown: dict[str, object] = {"ok": self.ok, "events": self.events,
+                                    "problems": self.problems}  # fmt: skip
+        if self.erasure is not None:
+            shown["erasure"] = self.erasure
+        return wire.to_json(shown, shapes.Verification)
 
 
 def _problem_order(problem: Problem) -> tuple[Any, ...]:

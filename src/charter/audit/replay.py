@@ -1,25 +1,26 @@
 """Replay: re-derive a process's state and data from its events (docs/wire-format.md).
 
-Each event is decided again with the pure `decide`, against the workflow version it
-recorded and the actor context the engine recorded for it, from the state the events
-before it produced. The result must equal the stored process row. `decide` reads no
-clock (time comes from each envelope's signed `at`), so a replay decides as the engine did.
+Each event is decided again (charter.engine.rederive), and the result must equal the
+stored process row. `decide` reads no clock (time comes from each envelope's signed
+`at`), so a replay decides as the engine did; where a personal value is gone, with the
+three-valued reading the engine used when it stored the data after an erasure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from charter.audit.disclosures import replay_input
 from charter.audit.evidence import EventRow, Evidence, Problem, short
 from charter.core.canonical import canonical_bytes
 from charter.core.envelope import Envelope
 from charter.core.errors import BadDisclosure, CharterError, Malformed
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.dsl.erased import Erased
 from charter.dsl.model import Workflow
 from charter.dsl.validate import load_workflow
 from charter.engine.records import ActorContext, ProcessView
-from charter.engine.rules import decide
+from charter.engine.rederive import PastEvent, Rederivation, past_input
 
 
 class _Stop(Exception):
@@ -30,11 +31,36 @@ class _Stop(Exception):
         self.message = message
 
 
-def replay(evidence: Evidence, envelopes: Sequence[Envelope | None]) -> list[Problem]:
-    """`replay_rejected` at the first event that does not decide, else `replay_mismatch`s."""
-    process = evidence.process
+def replay(
+    evidence: Evidence,
+    envelopes: Sequence[Envelope | None],
+    gone: Mapping[str, Mapping[str, Erased]] | None = None,
+    unverifiable: list[tuple[int, str]] | None = None,
+) -> list[Problem]:
+    """`replay_rejected` at the first event that does not decide, else `replay_mismatch`s.
+
+    `gone` holds, by event hash and pointer, the marker of each personal value that was
+    erased or withheld; what replay could not check without them goes to `unverifiable`.
+    """
+    derived = rederive(evidence, envelopes, gone or {})
+    if isinstance(derived, Problem):
+        return [derived]
+    if unverifiable is not None:
+        unverifiable.extend(derived.unverifiable)
+    if derived.current is None:
+        return []  # no events: nothing to derive, and the head check speaks for the row
+    return _compare(evidence.process, replace(derived.current, data=derived.data()))
+
+
+def rederive(
+    evidence: Evidence,
+    envelopes: Sequence[Envelope | None],
+    gone: Mapping[str, Mapping[str, Erased]],
+) -> Rederivation | Problem:
+    """The process as its events make it, or the `replay_rejected` of the first event
+    that does not decide again."""
     workflows: dict[str, Workflow] = {}
-    current: ProcessView | None = None
+    derived = Rederivation(evidence.process, three_valued=any(gone.values()))
     for event, envelope in zip(evidence.events, envelopes, strict=True):
         try:
             if envelope is None:
@@ -43,43 +69,31 @@ def replay(evidence: Evidence, envelopes: Sequence[Envelope | None]) -> list[Pro
             if workflow is None:
                 workflow = _load(evidence, event.workflow_version)
                 workflows[event.workflow_version] = workflow
-            actor = ActorContext(event.actor_id, event.actor, event.actor_roles)
-            full_input = _full_input(event, envelope)
-            decision = decide(
-                current,
-                workflow,
-                envelope,
-                actor,
-                event_hash=envelope.hash(),
-                genesis=event.kind == "spawn",
-                full_input=full_input,
+            derived.step(
+                PastEvent(
+                    seq=event.seq,
+                    hash=envelope.hash(),
+                    envelope=envelope,
+                    actor=ActorContext(event.actor_id, event.actor, event.actor_roles),
+                    genesis=event.kind == "spawn",
+                    workflow=workflow,
+                    input=_full_input(event, envelope, gone.get(event.hash, {})),
+                )
             )
         except _Stop as stop:
-            return [Problem(event.seq, "replay_rejected", f"cannot replay: {stop.message}")]
+            return Problem(event.seq, "replay_rejected", f"cannot replay: {stop.message}")
         except CharterError as exc:
-            return [
-                Problem(
-                    event.seq,
-                    "replay_rejected",
-                    f"the rules reject this event on replay ({exc.code}: {exc.message})",
-                )
-            ]
-        current = ProcessView(
-            id=process.id,
-            workflow=process.workflow,
-            state=decision.state,
-            data=decision.data,
-            head=envelope.hash(),
-            seq=event.seq,
-            parent=process.parent,
-            parent_event=process.parent_event,
-        )
-    return _compare(process, current)
+            return Problem(
+                event.seq,
+                "replay_rejected",
+                f"the rules reject this event on replay ({exc.code}: {exc.message})",
+            )
+    return derived
 
 
-def _full_input(event: EventRow, envelope: Envelope) -> JsonObject:
+def _full_input(event: EventRow, envelope: Envelope, gone: Mapping[str, Erased]) -> JsonObject:
     try:
-        return replay_input(event, envelope)
+        return past_input(envelope, event.disclosures, gone)
     except BadDisclosure as exc:
         raise _Stop(f"its personal input is not all there ({exc.message})") from None
 
@@ -94,9 +108,7 @@ def _load(evidence: Evidence, version: str) -> Workflow:
         raise _Stop(f"workflow version {short(version)} does not load: {exc.message}") from None
 
 
-def _compare(stored: ProcessView, derived: ProcessView | None) -> list[Problem]:
-    if derived is None:
-        return []  # no events: nothing to derive, and the head check speaks for the row
+def _compare(stored: ProcessView, derived: ProcessView) -> list[Problem]:
     problems: list[Problem] = []
     if stored.state != derived.state:
         problems.append(

@@ -60,11 +60,14 @@ def verify_evidence(
         check_automated_events(evidence, envelopes, _trusted(evidence, automation_keys))
     )
     _check_head(evidence.process, evidence.events, digests, problems)
-    problems.extend(check_disclosures(evidence.events, envelopes))
+    personal = check_disclosures(evidence.events, envelopes, withheld=evidence.disclosures_withheld)
+    problems.extend(personal.problems)
     _check_workflows(evidence, problems)
+    unverifiable: list[tuple[int, str]] = []
     if replay_state:
-        problems.extend(replay(evidence, envelopes))
-    return VerificationReport.of(len(evidence.events), problems)
+        problems.extend(replay(evidence, envelopes, personal.gone, unverifiable))
+    erasure = personal.report(unverifiable) if personal.personal else None
+    return VerificationReport.of(len(evidence.events), problems, erasure)
 
 
 def _trusted(evidence: Evidence, pinned: Collection[str] | None) -> frozenset[str] | None:

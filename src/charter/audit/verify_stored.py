@@ -21,6 +21,7 @@ from charter.audit.bundle_log import BundleTrust, check_bundle_log, logged_membe
 from charter.audit.evidence import ActorKey, EventRow, Evidence, Problem, VerificationReport
 from charter.audit.genesis import MAX_CAUSE_DEPTH
 from charter.audit.verify_evidence import verify_evidence
+from charter.audit.withhold import withhold_personal as withheld
 from charter.core import ijson
 from charter.core.errors import Malformed, UnknownProcess
 from charter.core.jsontypes import JsonObject, JsonValue
@@ -54,13 +55,20 @@ def verify_process(
 
 
 def export_bundle(
-    database: Database, process_id: str, log: LogDirectory | None = None, wait_log: float = 0.0
+    database: Database,
+    process_id: str,
+    log: LogDirectory | None = None,
+    wait_log: float = 0.0,
+    *,
+    withhold_personal: bool = False,
 ) -> JsonObject:
     """The bundle of a stored process (UnknownProcess if there is none): `charter-export/1`,
     or `/2` when `log` (the deployment's log directory) has a checkpoint, carrying the
     tlog-proof of the last logged event; `wait_log` seconds are given to the sequencer to
-    log the head first."""
+    log the head first. `withhold_personal` leaves every personal value out."""
     evidence = load_evidence(database, process_id)
+    if withhold_personal:
+        evidence = withheld(evidence)
     if log is None or not log.exists():
         return bundle_json(evidence)
     deadline = time.monotonic() + wait_log
@@ -143,12 +151,21 @@ def load_evidence(database: Database, process_id: str) -> Evidence:
 def _with_disclosures(
     conn: Conn, process_id: str, events: tuple[EventRow, ...]
 ) -> tuple[EventRow, ...]:
-    """`events` with the disclosure texts kept for them (erased ones are not kept)."""
-    kept = Store(conn).kept_disclosures(process_id)
-    if not kept:
+    """`events` with the disclosure texts kept for them, and the erase event the database
+    names for each one erased."""
+    kept: dict[str, dict[str, str]] = {}
+    erased: dict[str, dict[str, str]] = {}
+    for row in Store(conn).disclosures(process_id):
+        if row.text is not None:
+            kept.setdefault(row.event_hash, {})[row.pointer] = row.text
+        elif row.erased_by is not None:
+            erased.setdefault(row.event_hash, {})[row.pointer] = row.erased_by
+    if not kept and not erased:
         return events
     return tuple(
-        replace(event, disclosures=kept[event.hash]) if event.hash in kept else event
+        replace(event, disclosures=kept.get(event.hash, {}), erased_by=erased.get(event.hash, {}))
+        if event.hash in kept or event.hash in erased
+        else event
         for event in events
     )
 

@@ -240,12 +240,22 @@ def export(
             help="With a transparency log: how long to wait for the head to be logged.",
         ),
     ] = 10.0,
+    withhold_personal: Annotated[
+        bool,
+        typer.Option(
+            "--withhold-personal",
+            help="Leave every personal value out: no disclosures, and data derived from "
+            'one shown as {"withheld": true}. The bundle still verifies in full.',
+        ),
+    ] = False,
 ) -> None:
     """Print a process's export bundle for offline verification: charter-export/1, or
     charter-export/2 with the log proof of its head when this deployment has a log."""
     log = LogSettings.from_env().log_directory()
     with database_url(Settings.from_env()) as url, Database(url, max_size=1) as database:
-        bundle = export_bundle(database, process_id, log, wait_log=wait_log)
+        bundle = export_bundle(
+            database, process_id, log, wait_log=wait_log, withhold_personal=withhold_personal
+        )
     write_json(bundle, indent=1)
 
 

@@ -125,29 +125,40 @@ def split_personal(
 
 
 def join_disclosures(
-    input: JsonObject, sd: Mapping[str, str], disclosure_texts: Sequence[str]
+    input: JsonObject,
+    sd: Mapping[str, str],
+    disclosure_texts: Sequence[str],
+    absent: Mapping[str, object] | None = None,
 ) -> JsonObject:
     """For the server: the full input, `input` with each disclosed value put back.
 
     Each text must be a strict disclosure whose pointer is a key of `sd` with the same
-    digest, and every `sd` entry must have exactly one; otherwise `BadDisclosure`.
+    digest, and every `sd` entry must have exactly one; otherwise `BadDisclosure`. For
+    replay, `absent` gives what stands at the pointers whose disclosure is gone (erased
+    or withheld): those need none.
     """
-    found = _match_disclosures(sd, disclosure_texts)
+    absent = absent or {}
+    found = _match_disclosures(sd, disclosure_texts, absent)
     full = copy.deepcopy(input)
-    for disclosure in found:
-        path = pointers.tokens(disclosure.pointer)
+    placed = [(d.pointer, d.value) for d in found] + [
+        (pointer, value) for pointer, value in absent.items() if pointer in sd
+    ]
+    for pointer, value in sorted(placed, key=lambda item: pointers.tokens(item[0])):
+        path = pointers.tokens(pointer)
         parent = pointers.parent_object(full, path)
         # The envelope's rules make this a pure insert; checked again for direct callers.
         if parent is None or path[-1] in parent:
             raise BadDisclosure(
-                f"the disclosure for {_shown(disclosure.pointer)} has no free place in the input"
+                f"the disclosure for {_shown(pointer)} has no free place in the input"
             )
-        parent[path[-1]] = disclosure.value
+        parent[path[-1]] = value  # type: ignore[assignment]
     return full
 
 
-def _match_disclosures(sd: Mapping[str, str], texts: Sequence[str]) -> list[Disclosure]:
-    """Parse `texts` and pair them one to one with the entries of `sd`."""
+def _match_disclosures(
+    sd: Mapping[str, str], texts: Sequence[str], absent: Mapping[str, object]
+) -> list[Disclosure]:
+    """Parse `texts` and pair them one to one with the entries of `sd` (but `absent`)."""
     if isinstance(texts, str):
         raise TypeError("disclosure_texts must be a sequence of strings, not one string")
     found: dict[str, Disclosure] = {}
@@ -163,7 +174,7 @@ def _match_disclosures(sd: Mapping[str, str], texts: Sequence[str]) -> list[Disc
                 f"the disclosure for {_shown(pointer)} does not match its digest in sd"
             )
         found[pointer] = disclosure
-    missing = [pointer for pointer in sd if pointer not in found]
+    missing = [pointer for pointer in sd if pointer not in found and pointer not in absent]
     if missing:
         raise BadDisclosure(
             "no disclosure for " + ", ".join(_shown(pointer) for pointer in sorted(missing))

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from charter.core.errors.workflows import ExpressionError
 from charter.core.jsontypes import JsonValue
+from charter.dsl import erased
 from charter.dsl.evaluate import Evaluator, compile_node
 from charter.dsl.operations import to_json
 from charter.dsl.parsing import parse_tree
@@ -81,12 +82,24 @@ class Expression:
         raise AttributeError("Expression is immutable")
 
     def evaluate(self, scope: Scope) -> JsonValue:
-        """The JSON value of the expression in `scope`; never raises for JSON scopes."""
-        return to_json(self._evaluate(scope))
+        """The JSON value of the expression in `scope`; never raises for JSON scopes.
+        While replaying over erased values, an unknown value is an `Erased` marker."""
+        if scope.unknowns is None:
+            return to_json(self._evaluate(scope))
+        value = erased.evaluate(self.tree, scope)
+        return value if type(value) is erased.Erased else to_json(value)  # type: ignore[return-value]
 
     def holds(self, scope: Scope) -> bool:
-        """True iff the value is exactly `true` (how `when` reads a condition)."""
-        return self._evaluate(scope) is True
+        """True iff the value is exactly `true` (how `when` reads a condition). While
+        replaying over erased values, an unknown condition holds (the event was accepted
+        on the real values) and is noted in `scope.unknowns`."""
+        if scope.unknowns is None:
+            return self._evaluate(scope) is True
+        value = erased.evaluate(self.tree, scope)
+        if type(value) is erased.Erased:
+            scope.unknowns.append(self.source)
+            return True
+        return value is True
 
     def references(self) -> frozenset[str]:
         """The dotted paths the expression reads, e.g. {"state", "input.amount", "now"}."""

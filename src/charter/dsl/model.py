@@ -199,6 +199,8 @@ class Workflow:
     # never one of `actions` (those are the workflow's own).
     migration: Action | None = None
     erasure: ErasureSpec | None = None
+    # The built-in `charter:erase`, present with an `erasure` block (dsl/erasure.py).
+    eraser: Action | None = None
 
     def action(self, name: str) -> Action:
         """The action called `name`; UnknownAction when the workflow has none."""
@@ -206,6 +208,10 @@ class Workflow:
             if self.migration is None:
                 raise UnknownAction(f"the workflow has no `migration` block, so no action {name!r}")
             return self.migration
+        if name == ERASE_ACTION:
+            if self.eraser is None:
+                raise UnknownAction(f"the workflow has no `erasure` block, so no action {name!r}")
+            return self.eraser
         try:
             return self.actions[name]
         except KeyError:
@@ -214,6 +220,10 @@ class Workflow:
     def is_migration(self, action: Action) -> bool:
         """Whether `action` is this workflow's built-in `charter:migrate`."""
         return self.migration is not None and action is self.migration
+
+    def is_erasure(self, action: Action) -> bool:
+        """Whether `action` is this workflow's built-in `charter:erase`."""
+        return self.eraser is not None and action is self.eraser
 
     def create_actions(self) -> tuple[Action, ...]:
         return tuple(a for a in self.actions.values() if a.is_create)

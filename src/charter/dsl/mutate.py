@@ -11,6 +11,9 @@ null field along a path counts as absent: $set, $inc, $push and $merge create th
 objects they need, $unset does nothing. `$merge` merges an object shallowly into the
 object at its path; the path "" names the document itself. `state` is the action's
 `to` and no operator may change it.
+
+While replaying over erased values (charter.dsl.erased), a value computed from an erased
+one is erased: an `$inc` by one, a `$merge` of one, a write inside one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from datetime import datetime, timedelta
 from charter.core.errors import InvalidInput, ReservedField
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.timefmt import TimeFormatError, parse_rfc3339
+from charter.dsl.erased import as_value, earliest, is_erased
 from charter.dsl.expressions import Scope
 from charter.dsl.model import (
     NAME_PATTERN,
@@ -132,6 +136,8 @@ class _Writer:
         return child
 
     def _parent(self, op: FieldOp, verb: str, *, create: bool = True) -> JsonObject | None:
+        """The object `op` writes into, created as needed; None when there is none to
+        write into (`create` off and a missing or scalar field, or an erased value)."""
         node = self.root
         for depth, segment in enumerate(op.segments[:-1]):
             child = node.get(segment)
@@ -141,6 +147,8 @@ class _Writer:
                 child = {}
                 node[segment] = child
                 self._fresh.add(id(child))
+            elif is_erased(child):
+                return None  # a write inside an erased value leaves it erased
             elif not isinstance(child, dict):
                 if not create:
                     return None
@@ -154,8 +162,8 @@ class _Writer:
 
     def set(self, op: FieldOp, value: JsonValue) -> None:
         parent = self._parent(op, "set")
-        assert parent is not None
-        parent[op.segments[-1]] = value
+        if parent is not None:
+            parent[op.segments[-1]] = value
 
     def unset(self, op: FieldOp) -> None:
         parent = self._parent(op, "unset", create=False)
@@ -163,17 +171,22 @@ class _Writer:
             parent.pop(op.segments[-1], None)
 
     def inc(self, op: FieldOp, amount: JsonValue) -> None:
-        if not _is_number(amount):
+        if not _is_number(amount) and not is_erased(amount):
             raise InvalidInput(
                 f"cannot increment {op.path!r} by {_kind(amount)}: $inc needs a number",
                 path=op.path,
             )
         parent = self._parent(op, "increment")
-        assert parent is not None
-        assert isinstance(amount, int | float)
+        if parent is None:
+            return
         current = parent.get(op.segments[-1])
         if current is None:
             current = 0
+        unknown = earliest(current, amount)
+        if unknown is not None:
+            parent[op.segments[-1]] = as_value(unknown)  # a sum with an erased term is erased
+            return
+        assert isinstance(amount, int | float)
         if not _is_number(current):
             raise InvalidInput(
                 f"cannot increment {op.path!r}: it is {_kind(current)}, not a number",
@@ -187,10 +200,13 @@ class _Writer:
 
     def push(self, op: FieldOp, value: JsonValue) -> None:
         parent = self._parent(op, "push to")
-        assert parent is not None
+        if parent is None:
+            return
         current = parent.get(op.segments[-1])
         if current is None:
             current = []
+        if is_erased(current):
+            return  # an erased array stays erased
         if not isinstance(current, list):
             raise InvalidInput(
                 f"cannot push to {op.path!r}: it is {_kind(current)}, not an array",
@@ -199,6 +215,20 @@ class _Writer:
         parent[op.segments[-1]] = [*current, value]
 
     def merge(self, op: FieldOp, value: JsonValue, state: JsonValue) -> None:
+        if is_erased(value) and op.path != ROOT:
+            parent = self._parent(op, "merge into")
+            if parent is not None:
+                key = op.segments[-1]
+                marker = earliest(parent.get(key), value)
+                assert marker is not None
+                parent[key] = as_value(marker)  # which keys it set is unknown
+            return
+        if is_erased(value):
+            raise InvalidInput(
+                "cannot replay a $merge of an erased value into the document: which fields "
+                "it set is unknown",
+                path=op.path,
+            )
         if not isinstance(value, dict):
             raise InvalidInput(
                 f"cannot merge {_kind(value)} into {op.path or 'the document'!r}: "
@@ -212,11 +242,14 @@ class _Writer:
             self.root.update(value)
             return
         parent = self._parent(op, "merge into")
-        assert parent is not None
+        if parent is None:
+            return
         key = op.segments[-1]
         current = parent.get(key)
         if current is None:
             current = {}
+        if is_erased(current):
+            return  # an erased object stays erased
         if not isinstance(current, dict):
             raise InvalidInput(
                 f"cannot merge into {op.path!r}: it is {_kind(current)}, not an object",

@@ -32,6 +32,9 @@ class Scope:
     event: Mapping[str, JsonValue] = field(default_factory=_empty)
     #: {"id", "workflow", "parent"}
     process: Mapping[str, JsonValue] = field(default_factory=_empty)
+    #: Set only while replaying over erased values (charter.dsl.erased): conditions are
+    #: then three-valued, and each one that cannot be decided is noted here.
+    unknowns: list[str] | None = None
 
     def __post_init__(self) -> None:
         # Refused here so that evaluation never meets a naive time it cannot compare.

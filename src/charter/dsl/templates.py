@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from charter.core.errors.workflows import ExpressionError, ExpressionLimitError, TemplateError
 from charter.core.jsontypes import JsonValue
+from charter.dsl.erased import earliest
 from charter.dsl.expressions import Expression, Scope, parse_expression
 
 MAX_TEMPLATE_DEPTH = 64
@@ -116,6 +117,14 @@ def _string(text: str, pointer: str, problems: Problems, references: set[str]) -
     pieces = tuple(part for part in parts if part != "")
 
     def interpolate(scope: Scope) -> JsonValue:
+        if scope.unknowns is not None:
+            # Text built from an erased value is erased as a whole.
+            values = [
+                piece if isinstance(piece, str) else piece.evaluate(scope) for piece in pieces
+            ]
+            unknown = earliest(*values)
+            if unknown is not None:
+                return unknown  # type: ignore[return-value]
         return "".join(
             piece if isinstance(piece, str) else _as_text(piece.evaluate(scope)) for piece in pieces
         )

@@ -8,7 +8,6 @@ what the pass collected. `load_workflow` returns the model only when nothing is 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -16,6 +15,7 @@ from charter.core.errors import InvalidWorkflow
 from charter.core.jsontypes import JsonValue
 from charter.dsl import checks
 from charter.dsl.checks import Path, Problems
+from charter.dsl.erasure import BASIS_PATTERN, erase_action
 from charter.dsl.migration import migration_action
 from charter.dsl.model import (
     ACTION_TYPES,
@@ -35,8 +35,6 @@ from charter.dsl.personal import flows_out, personal_pointers
 TOP_KEYS = frozenset({"dsl", "states", "roles", "actions", "migration", "erasure", "description"})
 MIGRATION_KEYS = frozenset({"role"})
 ERASURE_KEYS = frozenset({"role", "from", "when", "bases"})
-BASIS_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-"""An erasure basis: a short reference to a legal ground (`art17-1a`), not prose."""
 ACTION_KEYS = frozenset(
     {"type", "role", "from", "to", "when", "input", "mutate", "spawn", "schedule", "cancel"}
     | {"auto", "description"}
@@ -140,6 +138,7 @@ class _Pass:
             if migration_roles is None
             else migration_action(migration_roles, states),
             erasure=erasure,
+            eraser=None if erasure is None else erase_action(erasure),
         )
 
     def _migration(self, ctx: checks.Context, doc: dict[str, JsonValue]) -> tuple[str, ...] | None:

@@ -27,6 +27,7 @@ from charter.core.errors import (
     CharterError,
     ClockSkew,
     Duplicate,
+    IntegrityViolation,
     StalePrev,
     UnknownActor,
     UnknownProcess,
@@ -40,6 +41,7 @@ from charter.db.hints import send_hints
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade
 from charter.engine.effects import Effects, Tally, appended_hint
+from charter.engine.erasing import plan_erasure
 from charter.engine.provenance import already_fired, refuse_if_fired, work_ref, work_row_for
 from charter.engine.records import ActorContext, ProcessView
 from charter.engine.registry import Registry
@@ -316,6 +318,12 @@ class Engine:
             process, workflow, envelope, actor, event_hash=event_hash,
             full_input=submission.full_input(),
         )  # fmt: skip
+        data = decision.data
+        erasure = None
+        if decision.erasure is not None:
+            assert process is not None  # an erasure is an update
+            erasure = plan_erasure(store, self.registry, process, decision.erasure, process.seq + 1)
+            data = erasure.data
         if process is None:
             # A concurrent creation of the same id is refused by the primary key when the
             # writes are answered (`_duplicate`), not waited for here.
@@ -343,10 +351,14 @@ class Engine:
             # Parsed again: cheap (a JSON array of three), and full_input() matched them.
             disclosed = map(parse_disclosure, submission.disclosures)
             store.insert_disclosures(event_hash, [(d.pointer, d.digest, d.text) for d in disclosed])
+        if erasure is not None:
+            erased = store.erase_disclosures(event_hash, erasure.targets)
+            if erased != len(erasure.targets):  # the process lock rules this out
+                raise IntegrityViolation(f"erased {erased} of {len(erasure.targets)} values")
         store.advance_process(
             process_id=envelope.process,
             state=decision.state,
-            data=decision.data,
+            data=data,
             head_hash=event_hash,
             seq=seq,
         )
@@ -365,7 +377,7 @@ class Engine:
             id=envelope.process,
             workflow=envelope.workflow,
             state=decision.state,
-            data=decision.data,
+            data=data,
             head=event_hash,
             seq=seq,
             parent=process.parent if process is not None else None,

@@ -17,14 +17,18 @@ from charter.core.errors import (
     CharterError,
     ConditionFailed,
     ForbiddenRole,
+    InvalidInput,
     ReservedField,
     WrongState,
 )
 from charter.core.jsontypes import JsonObject, JsonValue
+from charter.dsl.erased import marker_pointers
+from charter.dsl.erasure import EraseInput
 from charter.dsl.expressions import Scope
 from charter.dsl.migration import MigrationInput, apply_migration
 from charter.dsl.model import Action, Workflow
 from charter.dsl.mutate import (
+    MutateEffects,
     ResolvedSchedule,
     ResolvedSpawn,
     apply_action,
@@ -72,6 +76,8 @@ class Decision:
     cancels: tuple[str, ...]
     auto: tuple[AutoWork, ...]
     cleanup: Cleanup | None = None  # set for a migration
+    # Set for a `charter:erase`: the engine resolves it and derives the data again.
+    erasure: EraseInput | None = None
 
 
 def has_automation_meta(input_: JsonObject) -> bool:
@@ -89,6 +95,7 @@ def decide(
     event_hash: str,
     genesis: bool = False,
     full_input: JsonObject | None = None,
+    unknowns: list[str] | None = None,
 ) -> Decision:
     """Check the event against the rules and compute its effects.
 
@@ -96,10 +103,13 @@ def decide(
     authorized it, so the child's role check is skipped; every other rule holds.
     `full_input` is a v2 envelope's input with its disclosures joined in: the rules
     decide on it (default: the envelope's `input`, all there is in a v1 envelope).
+    `unknowns` is set when replaying over erased values (charter.dsl.erased): what cannot
+    be checked without them is noted there instead of refused.
     """
     input_ = envelope.input if full_input is None else full_input
     action = workflow.action(envelope.action)
     migrating = workflow.is_migration(action)
+    erasing = workflow.is_erasure(action)
     if migrating and actor.is_automation:
         # A migration role is never AUTOMATION (checked at deploy); this holds on replay too.
         raise ForbiddenRole(f"the automation actor never signs {action.name!r}")
@@ -109,20 +119,27 @@ def decide(
             f"actor {actor.id!r} holds {list(actor.roles)}"
         )
     _check_state(action, process)
-    action.check_input(input_)
+    if unknowns is None:
+        action.check_input(input_)
+    else:
+        _check_replayed_input(action, input_, unknowns)
     check_personal(action, envelope)
-    scope = _scope(process, envelope, actor, event_hash, input_)
+    scope = _scope(process, envelope, actor, event_hash, input_, unknowns)
     if action.when is not None and not action.when.holds(scope):
         raise ConditionFailed(f"action {action.name!r}: `when` is false ({action.when.source})")
     if has_automation_meta(input_) and not actor.is_automation:
         # Checked again, against the work row, by the engine (engine/provenance.py).
         raise ReservedField("input.meta.automation is reserved for the automation actor")
     before = process.document if process is not None else {}
-    cleanup = None
+    cleanup = erasure = None
     if migrating:
         migration = MigrationInput.of(input_)
         effects = apply_migration(before, migration)
         cleanup = Cleanup(tuple(workflow.actions), migration.reason)
+    elif erasing:
+        # The data is derived again from the events by the engine (engine/erasing.py).
+        erasure = EraseInput.of(input_)
+        effects = MutateEffects(new_document=dict(before))
     else:
         effects = apply_action(workflow, action, before, scope)
     document = dict(effects.new_document)
@@ -147,6 +164,7 @@ def decide(
         cancels=effects.cancels,
         auto=available_auto_actions(workflow, after, envelope, actor, event_hash),
         cleanup=cleanup,
+        erasure=erasure,
     )
 
 
@@ -223,6 +241,7 @@ def _scope(
     actor: ActorContext,
     event_hash: str,
     input_: JsonObject,
+    unknowns: list[str] | None = None,
 ) -> Scope:
     return Scope(
         document=process.document if process is not None else {},
@@ -235,4 +254,29 @@ def _scope(
             "workflow": envelope.workflow,
             "parent": process.parent if process is not None else None,
         },
+        unknowns=unknowns,
     )
+
+
+def _check_replayed_input(action: Action, input_: JsonObject, unknowns: list[str]) -> None:
+    """The input schema, on replay: a value that is erased was checked when the event was
+    decided, so what the schema says at, above or below it is noted, not refused."""
+    markers = marker_pointers(input_)
+    if not markers:
+        action.check_input(input_)
+        return
+    try:
+        action.check_input(input_)
+    except InvalidInput as exc:
+        problems = exc.context.get("problems") or [{"pointer": ""}]
+        if not all(
+            any(_related(str(problem["pointer"]), marker) for marker in markers)
+            for problem in problems
+        ):
+            raise
+        unknowns.extend(f"the input schema at {marker} (erased)" for marker in markers)
+
+
+def _related(pointer: str, other: str) -> bool:
+    """Whether one of the two values holds, or is, the other."""
+    return (pointer + "/").startswith(other + "/") or (other + "/").startswith(pointer + "/")

@@ -66,6 +66,17 @@ class BatchInputs:
     work: dict[str, FiringWork]
 
 
+@dataclass(frozen=True)
+class DisclosureRow:
+    """One row of charter.event_disclosures: `text` None once `erased_by` erased it."""
+
+    event_hash: str
+    pointer: str
+    digest: str
+    text: str | None
+    erased_by: str | None
+
+
 class Store:
     def __init__(
         self,
@@ -347,15 +358,31 @@ class Store:
             {"event_hash": event_hash, "disclosures": dumps_payload(payload)},
         )
 
+    def erase_disclosures(self, event_hash: str, targets: Sequence[tuple[str, str]]) -> int:
+        """Erase the (event hash, pointer) disclosures for the erase event `event_hash`,
+        sent after the queued writes (the event among them); how many were erased."""
+        self.send()
+        self.writes += 1
+        payload = [{"event": event, "pointer": pointer} for event, pointer in targets]
+        row = self._read(
+            "erase_disclosures", {"event_hash": event_hash, "targets": dumps_payload(payload)}
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def disclosures(self, process_id: str) -> list[DisclosureRow]:
+        """Every disclosure row of a process's events, kept or erased, in event order."""
+        return [
+            DisclosureRow(str(h), str(p), str(d), t, e)
+            for h, p, d, t, e in self._read("event_disclosures", {"process_id": process_id})
+        ]
+
     def kept_disclosures(self, process_id: str) -> dict[str, dict[str, str]]:
         """The disclosure texts kept for a process's events: event hash -> pointer ->
         text (an erased one is not kept)."""
         kept: dict[str, dict[str, str]] = {}
-        for event_hash, pointer, _digest, text, _erased_by in self._read(
-            "event_disclosures", {"process_id": process_id}
-        ):
-            if text is not None:
-                kept.setdefault(str(event_hash), {})[str(pointer)] = str(text)
+        for row in self.disclosures(process_id):
+            if row.text is not None:
+                kept.setdefault(row.event_hash, {})[row.pointer] = row.text
         return kept
 
     def process_events(self, process_id: str) -> list[StoredEvent]:

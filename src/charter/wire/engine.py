@@ -114,10 +114,51 @@ class Problem(Wire):
 
 
 @dataclass(frozen=True)
+class ErasedValue(Wire):
+    """A personal value a `charter:erase` event removed, as governance allows."""
+
+    seq: Annotated[int, Meta(description="The seq of the event whose value it was.")]
+    pointer: Annotated[str, Meta(description="The input field, as a JSON pointer.")]
+    by_seq: Annotated[int, Meta(description="The seq of the `charter:erase` event.")]
+    basis: Annotated[str, Meta(description="The legal basis the erase event cites.")]
+
+
+@dataclass(frozen=True)
+class WithheldValue(Wire):
+    """A personal value the export left out (`--withhold-personal`)."""
+
+    seq: int
+    pointer: str
+
+
+@dataclass(frozen=True)
+class UnverifiableCheck(Wire):
+    """A check replay could not make because a value it reads is gone."""
+
+    seq: int
+    why: str
+
+
+@dataclass(frozen=True)
+class Erasure(Wire):
+    """What became of the personal values of the process's v2 events."""
+
+    erased: tuple[ErasedValue, ...]
+    withheld: tuple[WithheldValue, ...]
+    unverifiable: tuple[UnverifiableCheck, ...]
+
+
+@dataclass(frozen=True)
 class Verification(Wire):
     ok: Annotated[bool, Meta(description="True exactly when there are no problems.")]
     events: Annotated[int, Meta(ge=0)]
     problems: tuple[Problem, ...]
+    erasure: Annotated[
+        Erasure | None,
+        Meta(description="Present when the process has events with personal fields "
+             "(envelope v2): which values were erased or withheld, and what replay could "
+             "not check without them."),
+    ] = None  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -262,3 +262,7 @@ SELECT d.event_hash, d.pointer, d.digest, d.disclosure, d.erased_by
 FROM charter.event_disclosures d JOIN charter.events e ON e.hash = d.event_hash
 WHERE e.process_id = %(process_id)s
 ORDER BY e.seq, d.pointer
+
+-- erase_disclosures --
+-- A charter:erase event's values, changed from text to erased (migration 0022): the count.
+SELECT charter.erase_disclosures(%(event_hash)s, %(targets)s::jsonb)
