@@ -17,6 +17,7 @@ from charter.cli import remote
 from charter.core.clock import SystemClock
 from charter.core.ed25519 import SecretKey, write_secret_key_file
 from charter.core.envelope import sign
+from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
 from charter.engine.reads import Reads
 from charter.sdk import Client
@@ -343,6 +344,61 @@ def test_a_token_the_api_does_not_know_names_charter_token_and_the_api(
     line = _one_error_line(cli("show", "cli-1"))
     assert line.startswith("error: the bearer token is not known; CHARTER_TOKEN holds a token")
     assert str(tmp_path / "home" / "admin-token") in line
+
+
+PEOPLE = "tests/cli-people"
+PEOPLE_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["open"],
+    "roles": ["clerk", "dpo"],
+    "erasure": {"role": "dpo", "from": "*", "bases": ["art17-1a"]},
+    "actions": {
+        "open": {
+            "type": "create",
+            "role": "clerk",
+            "to": "open",
+            "input": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "x-personal": True},
+                    "dob": {"type": "string", "x-personal": True},
+                    "country": {"type": "string"},
+                },
+            },
+            "mutate": {"$set": {"name": "{{ input.name }}", "country": "{{ input.country }}"}},
+        },
+        "note": {"type": "update", "role": "clerk", "from": "*"},
+    },
+}
+
+
+def test_submit_sends_personal_fields_as_disclosures(
+    h: Harness, cli: CliRunner, clerk_key: Path
+) -> None:
+    h.deploy(PEOPLE, PEOPLE_DEFINITION)
+    assert "disclosures" in cli("submit", "--help").out
+    ada = '{"name": "Ada Lovelace", "dob": "1815-12-10", "country": "GB"}'
+    created = cli(
+        "submit", "--key-file", str(clerk_key), "--process", "cli-ada", "--workflow", PEOPLE,
+        "--action", "open", "--input", ada, "--json",
+    )  # fmt: skip
+    assert created.code == 0, created.err
+    assert json.loads(created.out)["process"]["data"] == {"name": "Ada Lovelace", "country": "GB"}
+    noted = cli("submit", "--key-file", str(clerk_key), "--process", "cli-ada",
+                "--action", "note")  # fmt: skip
+    assert noted.code == 0, noted.err
+    reader = h.token("processes:read", "personal:read")
+    events = h.http.get(
+        "/v1/processes/cli-ada/events", params={"disclosures": "true"}, headers=bearer(reader)
+    ).json()["items"]
+    opened, note = events[0], events[1]
+    assert opened["envelope"]["v"] == 2
+    assert opened["envelope"]["input"] == {"country": "GB"}
+    assert sorted(opened["envelope"]["sd"]) == ["/dob", "/name"]
+    assert "Ada" not in json.dumps(opened["envelope"])
+    assert sorted(opened["disclosures"]) == ["/dob", "/name"]
+    assert '"Ada Lovelace"' in opened["disclosures"]["/name"]
+    assert (note["envelope"]["v"], note["disclosures"]) == (1, {})
 
 
 def test_submit_on_an_existing_process_needs_no_workflow(

@@ -1,4 +1,5 @@
-"""`charter submit`: sign an event with a key file and submit it, retrying a stale head."""
+"""`charter submit`: sign an event with a key file and submit it, retrying a stale head;
+personal input fields go as disclosures beside a v2 envelope (the SDK's submit does it)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,10 @@ def submit(
     """Sign an event (prev = the process head, null for a new process) and submit it.
 
     For an existing process the workflow is the one it runs (read through the API, as the
-    head is); a new process needs --workflow."""
+    head is); a new process needs --workflow.
+
+    Input fields the workflow marks personal ("x-personal": true) are sent as disclosures
+    automatically: the signed envelope (v2) holds only their salted digests."""
     key = read_secret_key_file(key_file)
     data = _input(input_)
 

@@ -32,10 +32,17 @@ from typing import Self, TypeVar, Unpack
 import httpx
 
 from charter import deadline
+from charter.core import identifiers
 from charter.core.config import Settings
 from charter.core.ed25519 import SecretKey
 from charter.core.envelope import Submission
-from charter.core.errors import Duplicate, UnknownProcess
+from charter.core.errors import (
+    BadDisclosure,
+    Duplicate,
+    PersonalInClear,
+    UnknownProcess,
+    UnknownWorkflow,
+)
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.core.unset import UNSET, Unset
 from charter.sdk import calls
@@ -114,6 +121,9 @@ class AsyncClient:
         else:
             # A blocked socket read cannot be cancelled: the sockets keep the deadline.
             self._http = http or deadline.sync_client(self.options.base_url, self.options.timeout)
+        # Each workflow path's personal pointers by action, as its current revision marks
+        # them when first read; a refusal that says they changed reads them again.
+        self._personal: dict[str, Mapping[str, tuple[str, ...]]] = {}
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> AsyncClient:
@@ -161,17 +171,29 @@ class AsyncClient:
         """Sign the event with `key` on the process head and submit it; when another event
         got there first (`stale_prev`), sign again on the new head, at most
         `stale_retries` times (`on_stale(n)` is told before the n-th). `workflow` is needed
-        only to create a process; `now` is the clock of the envelope's `at`."""
+        only to create a process; `now` is the clock of the envelope's `at`.
+
+        The input fields the workflow marks personal (`"x-personal": true`) are sent as
+        disclosures beside a v2 envelope that commits to them, never in its input; an
+        action without any present gets a v1 envelope. The marks are read from the
+        workflow once per client, and again once when the server answers that they are
+        not the ones it holds (`personal_in_clear`, `bad_disclosure`)."""
         signer = EventSigner(key, process, action, input, workflow, now or utc_now)
+        reread = False
 
         async def read_head(step: ReadHead) -> str | None:
             if step.retry and on_stale is not None:
                 on_stale(step.retry)
             if step.hinted:
-                return step.hint  # the refusal named the head: no need to read it
-            return signer.head_of(await self._maybe_process(process, timeout))
+                head = step.hint  # the refusal named the head: no need to read it
+            else:
+                head = signer.head_of(await self._maybe_process(process, timeout))
+            if signer.personal is None and signer.workflow is not None:
+                signer.use_personal(await self._personal_fields(signer.workflow, action, timeout))
+            return head
 
         async def send(submission: Submission) -> Accepted:
+            nonlocal reread
             try:
                 return await self.submit_signed(submission, timeout=timeout)
             except Duplicate:
@@ -179,10 +201,36 @@ class AsyncClient:
                 # was lost (a retry), so it is accepted — say how.
                 found = await self.process(process, timeout=timeout)
                 return recorded(submission, found, await self.events(process, timeout=timeout))
+            except (PersonalInClear, BadDisclosure):
+                # A revision deployed since the marks were read may mark other fields:
+                # read them once more, and sign again only if that discloses other ones.
+                if reread or signer.workflow is None:
+                    raise
+                reread = True
+                fresh = await self._personal_fields(signer.workflow, action, timeout, fresh=True)
+                if not signer.use_personal(fresh):
+                    raise
+            # On the same head: the refused event stored nothing.
+            return await send(signer.sign(submission.envelope.prev))
 
         steps = sign_on_head(signer.sign, stale_retries)
         accepted: Accepted = await adrive(steps, read_head, send)
         return accepted
+
+    async def _personal_fields(
+        self, workflow: str, action: str, timeout: float | None, *, fresh: bool = False
+    ) -> tuple[str, ...]:
+        """The personal pointers of `action` at `workflow`, from the cache unless `fresh`."""
+        marks = None if fresh else self._personal.get(workflow)
+        if marks is None:
+            if not identifiers.WORKFLOW_PATH.fullmatch(workflow):
+                return ()  # signing refuses the path, as it did before any lookup
+            try:
+                found = await self.workflow(workflow, timeout=timeout)
+            except UnknownWorkflow:
+                return ()  # nothing deployed there: the submit's answer says so
+            marks = self._personal[workflow] = found.personal
+        return marks.get(action, ())
 
     async def _maybe_process(self, process_id: str, timeout: float | None) -> Process | None:
         try:
