@@ -6,10 +6,14 @@
 // here with FileReader into a non-extractable WebCrypto key and is never sent or
 // stored. Submitting reads the head, builds the v1 envelope, signs its RFC 8785 bytes
 // and POSTs {envelope, signature} to /v1/events, as `charter submit` does; on
-// stale_prev it re-reads the head and signs once more. A browser without Ed25519 in
-// WebCrypto is told so and gets the equivalent `charter submit` command instead.
+// stale_prev it re-reads the head and signs once more. An action with personal fields
+// (the workflow reading's `personal` map) gets a v2 envelope instead: those fields
+// leave the signed input, `sd` commits to them and their disclosures go beside the
+// signature (disclosures.js). A browser without Ed25519 in WebCrypto is told so and
+// gets the equivalent `charter submit` command instead.
 
 import { ApiError, get, post, processPath } from "./api.js";
+import { digests, splitPersonal } from "./disclosures.js";
 import { h } from "./dom.js";
 import { shortHash } from "./format.js";
 import { canonicalize } from "./jcs.js";
@@ -36,7 +40,9 @@ export function actSection(processId, { onAccepted }) {
         get("/v1/actors"),
         ed25519Problem(),
       ]);
-      body.replaceChildren(...render(process, workflow.definition ?? {}, actorList.items ?? [], problem));
+      // A server older than envelope v2 answers no `personal` map: every action stays v1.
+      const personal = isObject(workflow.personal) ? workflow.personal : {};
+      body.replaceChildren(...render(process, workflow.definition ?? {}, personal, actorList.items ?? [], problem));
     } catch (error) {
       if (error instanceof ApiError && error.status === 403) {
         card.remove(); // what the token may not read, it cannot act on here either
@@ -47,7 +53,7 @@ export function actSection(processId, { onAccepted }) {
     }
   }
 
-  function render(process, definition, actors, problem) {
+  function render(process, definition, personal, actors, problem) {
     const actions = available(definition, process.state);
     if (actions.length === 0) {
       return [h("p", { class: "muted", id: "no-actions" }, "No action can be taken by hand in state " + process.state + ".")];
@@ -61,6 +67,9 @@ export function actSection(processId, { onAccepted }) {
     const keyStatus = h("p", { class: "muted", id: "key-status", "aria-live": "polite" },
       signer ? keyLine(signer) : "The key file is read in this browser only; it is never uploaded or stored.");
     const fieldBox = h("div", { class: "fields", id: "input-fields" });
+    const personalNote = h("p", { class: "muted", id: "personal-note", hidden: true },
+      "Fields tagged personal are kept off the signed record: the envelope carries a salted digest of each, " +
+      "and the value travels beside the signature, so it can be erased later without breaking the chain.");
     const submit = h("button", { type: "submit", id: "sign-submit" }, problem ? "Show the CLI command" : "Sign and submit");
     const result = h("div", { id: "act-result", "aria-live": "polite" }, carried);
     carried = null;
@@ -68,10 +77,13 @@ export function actSection(processId, { onAccepted }) {
     let form = null;
 
     const byName = new Map(actions);
+    const pointersOf = (name) => (Array.isArray(personal[name]) ? personal[name].filter((p) => typeof p === "string") : []);
     const build = () => {
       const action = byName.get(actionSelect.value);
-      form = schemaForm(action.input, "in-" + actionSelect.value);
+      const pointers = pointersOf(actionSelect.value);
+      form = schemaForm(action.input, "in-" + actionSelect.value, { personal: pointers });
       fieldBox.replaceChildren(...form.fields.filter(Boolean));
+      personalNote.hidden = pointers.length === 0;
       if (result.firstChild !== carried) result.replaceChildren();
       cli.hidden = true;
     };
@@ -107,6 +119,7 @@ export function actSection(processId, { onAccepted }) {
       keyStatus,
       h("div", { class: "field" }, h("label", { for: "action" }, "Action"), actionSelect),
       fieldBox,
+      personalNote,
       h("div", { class: "actions" }, submit),
       result,
       cli);
@@ -123,7 +136,11 @@ export function actSection(processId, { onAccepted }) {
       if (problem) {
         cli.textContent = cliCommand(process, actionSelect.value, input, signer?.fileName ?? actor.id + ".key");
         cli.hidden = false;
-        result.replaceChildren(h("p", { class: "muted" }, "Run this where the key file is (it reads the head and signs there):"));
+        result.replaceChildren(h("p", { class: "muted" }, "Run this where the key file is (it reads the head and signs there):"),
+          pointersOf(actionSelect.value).length
+            ? h("p", { class: "error", id: "cli-personal" },
+              "charter submit signs v1 envelopes only: the server refuses a personal field of this action sent in clear (personal_in_clear).")
+            : null);
         return;
       }
       if (!signer) {
@@ -138,7 +155,7 @@ export function actSection(processId, { onAccepted }) {
       submit.disabled = true;
       result.replaceChildren(h("p", { class: "muted" }, "Signing…"));
       try {
-        const accepted = await signAndSubmit(processId, process.workflow, actionSelect.value, input, signer);
+        const accepted = await signAndSubmit(processId, process.workflow, actionSelect.value, input, pointersOf(actionSelect.value), signer);
         result.replaceChildren(h("p", { class: "ok", id: "accepted" },
           "Accepted: " + actionSelect.value + " as event #" + accepted.seq + ", hash ",
           h("code", { title: accepted.hash }, shortHash(accepted.hash)),
@@ -158,17 +175,23 @@ export function actSection(processId, { onAccepted }) {
   return { card, show };
 }
 
-/** Sign and submit on the current head; on stale_prev, once more on the new head. */
-async function signAndSubmit(processId, workflow, action, input, signer) {
+/** Sign and submit on the current head; on stale_prev, once more on the new head. An
+ * action with `personal` pointers is signed as v2: its personal fields go out as
+ * disclosures, committed to by `sd`. */
+async function signAndSubmit(processId, workflow, action, input, personal, signer) {
   for (let attempt = 0; ; attempt++) {
     const process = await get(processPath(processId));
-    const envelope = {
-      v: 1, process: processId, workflow, action, input,
-      prev: process.head ?? null, actor: signer.publicKey, at: timestamp(),
-    };
+    // Fresh salts for every envelope signed, the one re-signed after stale_prev too.
+    const split = personal.length ? await splitPersonal(input, personal) : null;
+    const rest = { prev: process.head ?? null, actor: signer.publicKey, at: timestamp() };
+    const envelope = split
+      ? { v: 2, process: processId, workflow, action, input: split.input, sd: digests(split.disclosures), ...rest }
+      : { v: 1, process: processId, workflow, action, input, ...rest };
     const { submission, hash } = await signEnvelope(envelope, signer.privateKey);
-    // The envelope goes out in its canonical form: the bytes that were signed.
-    const text = '{"envelope":' + canonicalize(submission.envelope) + ',"signature":"' + submission.signature + '"}';
+    // The envelope goes out in its canonical form: the bytes that were signed. An empty
+    // `sd` (every personal field left out) has no disclosures, and then none are sent.
+    const disclosures = split?.disclosures.length ? ',"disclosures":' + canonicalize(split.disclosures.map((d) => d.text)) : "";
+    const text = '{"envelope":' + canonicalize(submission.envelope) + ',"signature":"' + submission.signature + '"' + disclosures + "}";
     try {
       const accepted = await post("/v1/events", { body: text });
       if (accepted.hash !== hash) throw new Error("the server stored hash " + accepted.hash + ", not the signed " + hash);
@@ -222,6 +245,10 @@ function readText(file) {
     reader.onerror = () => reject(reader.error);
     reader.readAsText(file);
   });
+}
+
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 function describe(error) {

@@ -2,7 +2,9 @@
 // automated events), verification marked on each event, pending timers and queued
 // automatic actions, parent and children, the export bundle, the process's place in the
 // transparency log (log-status.js) and the Act section (act.js: a governed action signed
-// in this browser).
+// in this browser). A v2 event shows its envelope as signed, with the digests of its
+// personal fields: the page never asks for the disclosed values (`?disclosures=true`),
+// whatever the token's scopes, so the chain shows no personal value as sent.
 
 import { get, processPath, request } from "./api.js";
 import { facts, h, json, link, paths, table } from "./dom.js";
@@ -184,7 +186,17 @@ function renderEvent(process, event, bySeq) {
     Object.keys(envelope.input ?? {}).length
       ? h("details", {}, h("summary", {}, "input"), json(envelope.input))
       : null,
+    personalDigests(envelope.sd),
   );
+}
+
+/** A v2 event's `sd`: which personal fields it commits to, by digest only. */
+function personalDigests(sd) {
+  const pointers = sd && typeof sd === "object" ? Object.keys(sd) : [];
+  if (pointers.length === 0) return null;
+  return h("details", { class: "sd" },
+    h("summary", {}, "personal fields (digests only): " + pointers.join(", ")),
+    json(sd));
 }
 
 /** Where an event came from: the event that scheduled or queued it, or the parent's

@@ -4,19 +4,22 @@
 // combinators, untyped values) is a JSON text field checked here before signing. When
 // the schema lets the input carry more than its declared properties, one more field
 // takes extra members as a JSON object. The engine checks the schema again: this form
-// catches mistakes early, it is not the authority.
+// catches mistakes early, it is not the authority. Fields the action marks personal
+// carry a "personal" tag (act.js keeps them off the signed record).
 
 import { h } from "./dom.js";
 
-/** The form fields for `schema` and a reader: {fields, read() -> {value, errors}}. */
-export function schemaForm(schema, prefix) {
+/** The form fields for `schema` and a reader: {fields, read() -> {value, errors}}.
+ * `personal` lists the action's personal pointers (from the workflow reading). */
+export function schemaForm(schema, prefix, { personal = [] } = {}) {
   const root = isObject(schema) ? schema : {};
   const properties = isObject(root.properties) ? root.properties : {};
   const required = new Set(Array.isArray(root.required) ? root.required.filter((n) => typeof n === "string") : []);
   // Required fields first (the stored definition's keys are in canonical order).
   const declared = [...Object.keys(properties), ...[...required].filter((n) => !(n in properties))];
   const names = [...declared.filter((n) => required.has(n)), ...declared.filter((n) => !required.has(n))];
-  const fields = names.map((name, index) => field(name, isObject(properties[name]) ? properties[name] : {}, required.has(name), prefix + "-f" + index));
+  const fields = names.map((name, index) =>
+    field(name, isObject(properties[name]) ? properties[name] : {}, required.has(name), prefix + "-f" + index, personalTag(name, personal)));
   const open = root.additionalProperties !== false && root.unevaluatedProperties !== false;
   const extra = open ? extraField(prefix + "-extra", names.length === 0) : null;
   return {
@@ -41,9 +44,9 @@ export function schemaForm(schema, prefix) {
   };
 }
 
-function field(name, schema, required, id) {
+function field(name, schema, required, id, tag) {
   const type = simpleType(schema);
-  const label = h("label", { for: id }, name, required ? h("span", { class: "required", title: "required" }, " *") : null);
+  const label = h("label", { for: id }, name, required ? h("span", { class: "required", title: "required" }, " *") : null, tag);
   const hint = schema.description ? h("small", { class: "muted" }, String(schema.description)) : null;
   let control;
   let read;
@@ -83,6 +86,20 @@ function extraField(id, alone) {
       return { value: got.value };
     },
   };
+}
+
+/** The tag for property `name`: "personal" when it is a personal field itself, and
+ * naming the parts when only fields inside it are (a nested pointer such as
+ * /address/street falls in the JSON field of `address`). */
+function personalTag(name, personal) {
+  const top = "/" + name.replace(/~/g, "~0").replace(/\//g, "~1");
+  if (personal.includes(top)) {
+    return [" ", h("span", { class: "tag personal", title: "kept off the signed record: only a salted digest is signed" }, "personal")];
+  }
+  const inside = personal.filter((p) => p.startsWith(top + "/"));
+  if (inside.length === 0) return null;
+  return [" ", h("span", { class: "tag personal", title: "kept off the signed record: only a salted digest of each is signed" },
+    "personal: " + inside.map((p) => p.slice(top.length)).join(", "))];
 }
 
 /** The one JSON type a schema names, if it names exactly one (or one besides null). */
