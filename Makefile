@@ -68,7 +68,7 @@ pytest: $(STAMP)
 
 ## bench: every capability's benchmark, printing its figures (needs the local PostgreSQL)
 bench: $(STAMP)
-	for script in signing verification dsl engine ingest up_split notify automation runs_admission runs tlog_core; do \
+	for script in signing verification disclosures dsl engine ingest up_split notify automation runs_admission runs tlog_core; do \
 		$(BIN)/python bench/$$script.py || exit 1; done
 
 clean:
