@@ -401,6 +401,49 @@ def test_submit_sends_personal_fields_as_disclosures(
     assert (note["envelope"]["v"], note["disclosures"]) == (1, {})
 
 
+def test_erase_signs_a_charter_erase_and_the_values_are_gone(
+    h: Harness, cli: CliRunner, clerk_key: Path
+) -> None:
+    h.deploy(PEOPLE, PEOPLE_DEFINITION)
+    ada = '{"name": "Ada Lovelace", "dob": "1815-12-10", "country": "GB"}'
+    created = cli("submit", "--key-file", str(clerk_key), "--process", "cli-erase",
+                  "--workflow", PEOPLE, "--action", "open", "--input", ada)  # fmt: skip
+    assert created.code == 0, created.err
+    dpo_key = clerk_key.parent / "dpo.key"
+    write_secret_key_file(dpo_key, h.keys.get("dpo") or h.actor("dpo", "dpo"))
+    assert "--withhold-personal" in cli("export", "--help").out
+    assert "Art. 17" in cli("erase", "--help").out
+    base = ["erase", "cli-erase", "--basis", "art17-1a", "--key-file", str(dpo_key)]
+    spaced = cli(*base, "--request", "Ada asked by phone")
+    assert "ticket reference" in _one_error_line(spaced)
+    bad = cli(*base, "--request", "DSR-1", "--pointer", "name")
+    assert "a JSON pointer such as /name" in _one_error_line(bad)
+    refused = cli("erase", "cli-erase", "--basis", "art17-1a", "--request", "DSR-1",
+                  "--key-file", str(clerk_key))  # fmt: skip
+    assert "forbidden_role" in refused.err or "needs one of the roles" in refused.err
+    erased = cli(*base, "--request", "DSR-2026-0042", "--pointer", "/name", "--json")
+    assert erased.code == 0, erased.err
+    answer = json.loads(erased.out)
+    assert answer["process"]["data"] == {"name": {"erased": True}, "country": "GB"}
+    events = h.http.get("/v1/processes/cli-erase/events", headers=bearer(h.admin)).json()
+    erase_event = events["items"][-1]["envelope"]
+    assert erase_event["action"] == "charter:erase"
+    assert erase_event["input"] == {
+        "basis": "art17-1a",
+        "request": "DSR-2026-0042",
+        "scope": {"events": "all", "pointers": ["/name"]},
+    }
+    rest = cli(*base, "--request", "DSR-2026-0042")
+    assert rest.code == 0, rest.err
+    assert rest.out.startswith("erased: cli-erase seq 3 hash ")
+    again = cli(*base, "--request", "DSR-2026-0042")
+    assert "nothing to erase" in _one_error_line(again)
+    withheld = cli("export", "cli-erase", "--withhold-personal")
+    assert withheld.code == 0, withheld.err
+    assert json.loads(withheld.out)["disclosures_withheld"] is True
+    assert "Lovelace" not in withheld.out
+
+
 def test_submit_on_an_existing_process_needs_no_workflow(
     h: Harness, cli: CliRunner, clerk_key: Path
 ) -> None:

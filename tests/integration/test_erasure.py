@@ -370,6 +370,16 @@ def test_after_erasure_no_erased_value_is_anywhere(h: Harness) -> None:
     for text in [*payloads, *dumps, api, exported]:
         assert name not in text
         assert dob not in text
+    # The dead row versions that held them are vacuumed, after the commit.
+    assert h.engine.vacuum.wait(60)
+    assert h.engine.vacuum.runs >= 1
+    with connect(h.database.url) as conn:
+        vacuumed = conn.execute(
+            "SELECT last_vacuum FROM pg_stat_user_tables"
+            " WHERE schemaname = 'charter' AND relname = 'event_disclosures'"
+        ).fetchone()
+    assert vacuumed is not None
+    assert vacuumed[0] is not None
 
 
 _TABLES = (

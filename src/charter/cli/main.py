@@ -14,6 +14,7 @@ from charter.cli import (
     actors,
     automations,
     db,
+    erasing,
     helptext,
     hints,
     keys,
@@ -89,6 +90,7 @@ app.command("verify")(verify.verify)
 app.command("export")(verify.export)
 app.command("worker")(worker.worker)
 app.command("submit")(submit.submit)
+app.command("erase")(erasing.erase)
 app.command("show")(processes.show)
 app.command("history")(processes.history)
 app.command("timers")(timers.timers)

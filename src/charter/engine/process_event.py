@@ -38,6 +38,7 @@ from charter.core.jsontypes import JsonObject
 from charter.db.database import Conn, Database, Role, Sync, act_as, pipelined_transaction
 from charter.db.hint_sender import HintSender
 from charter.db.hints import send_hints
+from charter.dsl.model import ERASE_ACTION
 from charter.engine import metrics
 from charter.engine.cascade import DEFAULT_MAX_AUTO_CASCADE, Cascade
 from charter.engine.effects import Effects, Tally, appended_hint
@@ -47,6 +48,7 @@ from charter.engine.records import ActorContext, ProcessView
 from charter.engine.registry import Registry
 from charter.engine.rules import decide
 from charter.engine.store import DecisionInputs, Store
+from charter.engine.vacuum import Vacuum
 from charter.engine.work import WorkRow
 from charter.tracing import span
 from charter.wire import engine as shapes
@@ -114,6 +116,7 @@ class Engine:
         # Set: hints leave from its thread, after the answer (the API's choice); unset:
         # they are sent before process_event returns, on the event's connection.
         self.hint_sender = hint_sender
+        self.vacuum = Vacuum(database.url)
 
     @classmethod
     def from_settings(
@@ -162,6 +165,8 @@ class Engine:
                     send_hints(conn, hints)
             if self.hint_sender is not None:
                 self.hint_sender.post(hints)
+            if envelope.action == ERASE_ACTION:
+                self.vacuum.request()  # the erased texts' row versions are dead now
         except CharterError as exc:
             self.record_rejection(exc, envelope)
             raise
