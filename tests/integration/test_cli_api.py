@@ -444,6 +444,34 @@ def test_erase_signs_a_charter_erase_and_the_values_are_gone(
     assert "Lovelace" not in withheld.out
 
 
+def test_hold_and_release_sign_their_events_and_a_hold_stops_an_erasure(
+    h: Harness, cli: CliRunner, clerk_key: Path
+) -> None:
+    held = {**PEOPLE_DEFINITION, "roles": ["clerk", "dpo", "legal"],
+            "retention": {"after": "1y", "states": ["open"], "hold_role": "legal"}}  # fmt: skip
+    h.deploy(f"{PEOPLE}-held", held)
+    ada = '{"name": "Ada Lovelace", "country": "GB"}'
+    created = cli("submit", "--key-file", str(clerk_key), "--process", "cli-held",
+                  "--workflow", f"{PEOPLE}-held", "--action", "open", "--input", ada)  # fmt: skip
+    assert created.code == 0, created.err
+    legal_key, dpo_key = clerk_key.parent / "legal.key", clerk_key.parent / "dpo.key"
+    write_secret_key_file(legal_key, h.keys.get("legal") or h.actor("legal", "legal"))
+    write_secret_key_file(dpo_key, h.keys.get("dpo") or h.actor("dpo", "dpo"))
+    spaced = cli("hold", "cli-held", "--reason", "court order", "--key-file", str(legal_key))
+    assert "ticket reference" in _one_error_line(spaced)
+    holding = cli("hold", "cli-held", "--reason", "LEGAL-2026-17", "--key-file", str(legal_key))
+    assert holding.code == 0, holding.err
+    assert holding.out.startswith("held: cli-held seq 2 hash ")
+    erase = ["erase", "cli-held", "--basis", "art17-1a", "--request", "DSR-9",
+             "--key-file", str(dpo_key)]  # fmt: skip
+    assert "legal hold" in _one_error_line(cli(*erase))
+    released = cli("release", "cli-held", "--reason", "LEGAL-2026-17", "--key-file",
+                   str(legal_key), "--json")  # fmt: skip
+    assert released.code == 0, released.err
+    assert json.loads(released.out)["seq"] == 3
+    assert cli(*erase).code == 0
+
+
 def test_submit_on_an_existing_process_needs_no_workflow(
     h: Harness, cli: CliRunner, clerk_key: Path
 ) -> None:

@@ -28,7 +28,8 @@ NAME, DOB = "Ada Lovelace", "1815-12-10"
 KYC: dict[str, Any] = {
     "dsl": 2,
     "states": ["applied", "screened", "active", "offboarded"],
-    "roles": ["clerk", "analyst", "dpo"],
+    "roles": ["clerk", "analyst", "dpo", "legal"],
+    "retention": {"after": "7y", "states": ["offboarded"], "hold_role": ["legal"]},
     "erasure": {
         "role": "dpo",
         "from": "*",
@@ -86,6 +87,7 @@ def h(database: Database) -> Iterator[Harness]:
     harness.deploy(PATH, KYC)
     harness.actor("analyst", "analyst")
     harness.actor("dpo", "dpo")
+    harness.actor("legal", "legal")
     yield harness
     harness.http.close()
 
@@ -293,6 +295,25 @@ def test_erasure_is_governed(h: Harness) -> None:
     errand = Kyc(h, process_id, head)
     errand.refused("clerk", "charter:erase", request, "workflow_mismatch")
     erase(kyc)
+
+
+def test_a_process_under_legal_hold_is_not_erased_until_released(h: Harness) -> None:
+    kyc = offboarded(h)
+    request = {"basis": "art17-1a", "request": "DSR-2026-0042"}
+    kyc.refused("clerk", "charter:hold", {"reason": "LEGAL-17"}, "forbidden_role")
+    kyc.refused("legal", "charter:hold", {"reason": "court order"}, "invalid_input")
+    kyc.refused("legal", "charter:release", {"reason": "LEGAL-17"}, "condition_failed")
+    kyc.act("legal", "charter:hold", {"reason": "LEGAL-17"})
+    kyc.refused("legal", "charter:hold", {"reason": "LEGAL-18"}, "condition_failed")
+    message = kyc.refused("dpo", "charter:erase", request, "condition_failed")
+    assert "legal hold" in message
+    assert all(text is not None for _, text, _ in _rows(h, kyc))
+    answer = kyc.act("legal", "charter:release", {"reason": "LEGAL-17"})
+    assert answer["process"]["data"]["name"] == NAME  # a hold changes no data
+    erased = erase(kyc)
+    assert erased["process"]["data"]["name"] == ERASED
+    report = verify_process(h.database, kyc.id, replay=True)
+    assert report.ok, report.problems
 
 
 def test_a_disclosure_deleted_behind_charters_back_is_disclosure_missing(h: Harness) -> None:

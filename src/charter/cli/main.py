@@ -17,6 +17,7 @@ from charter.cli import (
     erasing,
     helptext,
     hints,
+    holding,
     keys,
     log,
     machine,
@@ -91,6 +92,8 @@ app.command("export")(verify.export)
 app.command("worker")(worker.worker)
 app.command("submit")(submit.submit)
 app.command("erase")(erasing.erase)
+app.command("hold")(holding.hold)
+app.command("release")(holding.release)
 app.command("show")(processes.show)
 app.command("history")(processes.history)
 app.command("timers")(timers.timers)

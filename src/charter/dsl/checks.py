@@ -154,10 +154,12 @@ def _string_or_list(
     return None
 
 
-def roles(ctx: Context, raw: dict[str, JsonValue], path: Path) -> tuple[str, ...] | None:
-    if "role" not in raw:
+def roles(
+    ctx: Context, raw: dict[str, JsonValue], path: Path, key: str = "role"
+) -> tuple[str, ...] | None:
+    if key not in raw:
         return None
-    items = _string_or_list(ctx.out, raw["role"], (*path, "role"), "a role")
+    items = _string_or_list(ctx.out, raw[key], (*path, key), "a role")
     if items is None:
         return None
     for item_path, role in items:
@@ -195,6 +197,20 @@ def from_states(
             out.add(item_path, f"unknown state {state!r}")
             ok = False
     return tuple(dict.fromkeys(state for _, state in items)), ok
+
+
+def state_list(
+    ctx: Context, raw: dict[str, JsonValue], path: Path, key: str
+) -> tuple[str, ...] | None:
+    """A state or a non-empty list of known states (no "*"); None when it is not one."""
+    items = _string_or_list(ctx.out, raw.get(key), (*path, key), "a state")
+    if items is None:
+        return None
+    unknown = [(where, state) for where, state in items
+               if ctx.states is not None and state not in ctx.states]  # fmt: skip
+    for where, state in unknown:
+        ctx.out.add(where, f"unknown state {state!r}")
+    return None if unknown else tuple(dict.fromkeys(state for _, state in items))
 
 
 def target_state(

@@ -40,6 +40,19 @@ MIGRATE_ACTION = "charter:migrate"
 """The built-in action of a workflow with a `migration` block (docs/dsl.md)."""
 ERASE_ACTION = "charter:erase"
 """The built-in action of a workflow with an `erasure` block (docs/dsl.md)."""
+HOLD_ACTION = "charter:hold"
+RELEASE_ACTION = "charter:release"
+"""The built-in actions of a workflow with a `retention` block (docs/dsl.md)."""
+
+
+@dataclass(frozen=True)
+class RetentionSpec:
+    """How long a finished process stays (`after` since its last event, in one of
+    `states`), and who may hold it (the `retention` block)."""
+
+    after: timedelta
+    states: tuple[str, ...]
+    hold_roles: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -201,6 +214,9 @@ class Workflow:
     erasure: ErasureSpec | None = None
     # The built-in `charter:erase`, present with an `erasure` block (dsl/erasure.py).
     eraser: Action | None = None
+    retention: RetentionSpec | None = None
+    # The built-in `charter:hold` and `charter:release`, with a `retention` block.
+    holds: Mapping[str, Action] = field(default_factory=dict)
 
     def action(self, name: str) -> Action:
         """The action called `name`; UnknownAction when the workflow has none."""
@@ -212,6 +228,10 @@ class Workflow:
             if self.eraser is None:
                 raise UnknownAction(f"the workflow has no `erasure` block, so no action {name!r}")
             return self.eraser
+        if name in (HOLD_ACTION, RELEASE_ACTION):
+            if name not in self.holds:
+                raise UnknownAction(f"the workflow has no `retention` block, so no action {name!r}")
+            return self.holds[name]
         try:
             return self.actions[name]
         except KeyError:

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from charter.core.errors import InvalidWorkflow
+from charter.core.errors.workflows import DurationError
 from charter.core.jsontypes import JsonValue
 from charter.dsl import checks
 from charter.dsl.checks import Path, Problems
+from charter.dsl.durations import parse_duration
 from charter.dsl.erasure import BASIS_PATTERN, erase_action
 from charter.dsl.migration import migration_action
 from charter.dsl.model import (
@@ -27,14 +29,19 @@ from charter.dsl.model import (
     Action,
     ActionType,
     ErasureSpec,
+    RetentionSpec,
     Workflow,
 )
 from charter.dsl.mutate_checks import check_mutate
 from charter.dsl.personal import flows_out, personal_pointers
+from charter.dsl.retention import hold_actions
 
-TOP_KEYS = frozenset({"dsl", "states", "roles", "actions", "migration", "erasure", "description"})
+TOP_KEYS = frozenset(
+    {"dsl", "states", "roles", "actions", "migration", "erasure", "retention", "description"}
+)
 MIGRATION_KEYS = frozenset({"role"})
 ERASURE_KEYS = frozenset({"role", "from", "when", "bases"})
+RETENTION_KEYS = frozenset({"after", "states", "hold_role"})
 ACTION_KEYS = frozenset(
     {"type", "role", "from", "to", "when", "input", "mutate", "spawn", "schedule", "cancel"}
     | {"auto", "description"}
@@ -116,6 +123,7 @@ class _Pass:
         )
         migration_roles = self._migration(ctx, doc)
         erasure = self._erasure(ctx, doc)
+        retention = self._retention(ctx, doc)
         if "actions" in doc and not isinstance(raw_actions, dict):
             out.add(("actions",), "must be an object mapping action names to actions")
         if isinstance(raw_actions, dict):
@@ -127,6 +135,8 @@ class _Pass:
             self._personal_checks(doc, actions)
             if states is not None:
                 self._reachability(states)
+            if retention is not None:
+                self._terminal(retention, raw_actions, actions)
         if states is None or roles is None or not isinstance(raw_actions, dict):
             return None
         return Workflow(
@@ -139,6 +149,8 @@ class _Pass:
             else migration_action(migration_roles, states),
             erasure=erasure,
             eraser=None if erasure is None else erase_action(erasure),
+            retention=retention,
+            holds={} if retention is None else {a.name: a for a in hold_actions(retention)},
         )
 
     def _migration(self, ctx: checks.Context, doc: dict[str, JsonValue]) -> tuple[str, ...] | None:
@@ -162,6 +174,46 @@ class _Pass:
                 "migration role",
             )
         return roles
+
+    def _retention(self, ctx: checks.Context, doc: dict[str, JsonValue]) -> RetentionSpec | None:
+        """The `retention` block: when a finished process may be archived, and the roles
+        that may hold it (granting `charter:hold` and `charter:release`)."""
+        if "retention" not in doc:
+            return None
+        out, raw, path = self.out, doc["retention"], ("retention",)
+        if not isinstance(raw, dict):
+            out.add(path, 'must be an object: {"after", "states", "hold_role"}')
+            return None
+        before = len(out.items)
+        out.keys(raw, path, RETENTION_KEYS, ("after", "states", "hold_role"))
+        after = None
+        if "after" in raw:
+            try:
+                after = parse_duration(raw["after"])  # type: ignore[arg-type]
+            except DurationError as exc:
+                out.add((*path, "after"), exc.message)
+        states = checks.state_list(ctx, raw, path, "states") if "states" in raw else None
+        roles = checks.roles(ctx, raw, path, "hold_role")
+        if roles is not None and AUTOMATION in roles:
+            out.add((*path, "hold_role"), f"the automation actor cannot hold processes: "
+                    f"{AUTOMATION} cannot be a hold role")  # fmt: skip
+        if len(out.items) != before or after is None or states is None or roles is None:
+            return None
+        return RetentionSpec(after=after, states=states, hold_roles=roles)
+
+    def _terminal(
+        self, retention: RetentionSpec, raw: dict[str, JsonValue], actions: dict[str, Action]
+    ) -> None:
+        """A state retention counts from must be one the process cannot leave."""
+        for index, state in enumerate(retention.states):
+            leaving = [a.name for a in actions.values() if a.type == "transition"
+                       and a.allows_state(state) and a.to != state]  # fmt: skip
+            if leaving:
+                self.out.add(
+                    ("retention", "states", index),
+                    f"state {state!r} is not final: action {leaving[0]!r} leaves it, so a "
+                    "process in it is not finished",
+                )
 
     def _erasure(self, ctx: checks.Context, doc: dict[str, JsonValue]) -> ErasureSpec | None:
         """The `erasure` block, which grants the built-in `charter:erase`."""

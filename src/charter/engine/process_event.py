@@ -46,7 +46,7 @@ from charter.engine.erasing import plan_erasure
 from charter.engine.provenance import already_fired, refuse_if_fired, work_ref, work_row_for
 from charter.engine.records import ActorContext, ProcessView
 from charter.engine.registry import Registry
-from charter.engine.rules import decide
+from charter.engine.rules import HOLD_SENSITIVE, decide
 from charter.engine.store import DecisionInputs, Store
 from charter.engine.vacuum import Vacuum
 from charter.engine.work import WorkRow
@@ -319,9 +319,10 @@ class Engine:
         if firing is not None:
             refuse_if_fired(firing)
         work = firing.row if firing is not None else None
+        held = envelope.action in HOLD_SENSITIVE and store.held(envelope.process)
         decision = decide(
             process, workflow, envelope, actor, event_hash=event_hash,
-            full_input=submission.full_input(),
+            full_input=submission.full_input(), held=held,
         )  # fmt: skip
         data = decision.data
         erasure = None

@@ -19,7 +19,8 @@ from charter.core.disclosures import join_disclosures
 from charter.core.envelope import Envelope
 from charter.core.jsontypes import JsonObject
 from charter.dsl.erased import Erased, settle
-from charter.dsl.model import Workflow
+from charter.dsl.model import HOLD_ACTION, Workflow
+from charter.dsl.retention import HOLD_ACTIONS
 from charter.engine.records import ActorContext, ProcessView
 from charter.engine.rules import Decision, decide
 
@@ -57,6 +58,7 @@ class Rederivation:
     three_valued: bool = False
     current: ProcessView | None = None
     unverifiable: list[tuple[int, str]] = field(default_factory=list)
+    held: bool = False  # under legal hold, as the events so far say
 
     def step(self, event: PastEvent) -> Decision:
         """Decide `event` again and move on; the CharterError that refuses it, if any."""
@@ -70,7 +72,10 @@ class Rederivation:
             genesis=event.genesis,
             full_input=event.input,
             unknowns=unknowns,
+            held=self.held,
         )
+        if event.envelope.action in HOLD_ACTIONS:
+            self.held = event.envelope.action == HOLD_ACTION
         data = decision.data
         if decision.erasure is not None and self.three_valued:
             data = settle(data, event.seq)  # type: ignore[assignment]

@@ -26,7 +26,7 @@ from charter.dsl.erased import marker_pointers
 from charter.dsl.erasure import EraseInput
 from charter.dsl.expressions import Scope
 from charter.dsl.migration import MigrationInput, apply_migration
-from charter.dsl.model import Action, Workflow
+from charter.dsl.model import ERASE_ACTION, HOLD_ACTION, RELEASE_ACTION, Action, Workflow
 from charter.dsl.mutate import (
     MutateEffects,
     ResolvedSchedule,
@@ -34,6 +34,7 @@ from charter.dsl.mutate import (
     apply_action,
     render_auto_data,
 )
+from charter.dsl.retention import HOLD_ACTIONS
 from charter.engine.personal import check_personal
 from charter.engine.records import AUTOMATION_ROLE, ActorContext, ProcessView
 
@@ -96,6 +97,7 @@ def decide(
     genesis: bool = False,
     full_input: JsonObject | None = None,
     unknowns: list[str] | None = None,
+    held: bool = False,
 ) -> Decision:
     """Check the event against the rules and compute its effects.
 
@@ -104,7 +106,9 @@ def decide(
     `full_input` is a v2 envelope's input with its disclosures joined in: the rules
     decide on it (default: the envelope's `input`, all there is in a v1 envelope).
     `unknowns` is set when replaying over erased values (charter.dsl.erased): what cannot
-    be checked without them is noted there instead of refused.
+    be checked without them is noted there instead of refused. `held`: the process is
+    under legal hold (its chain's later hold or release event is a hold); the engine
+    reads it only for the actions it matters to (`HOLD_SENSITIVE`).
     """
     input_ = envelope.input if full_input is None else full_input
     action = workflow.action(envelope.action)
@@ -124,6 +128,7 @@ def decide(
     else:
         _check_replayed_input(action, input_, unknowns)
     check_personal(action, envelope)
+    _check_hold(action, held)
     scope = _scope(process, envelope, actor, event_hash, input_, unknowns)
     if action.when is not None and not action.when.holds(scope):
         raise ConditionFailed(f"action {action.name!r}: `when` is false ({action.when.source})")
@@ -140,6 +145,8 @@ def decide(
         # The data is derived again from the events by the engine (engine/erasing.py).
         erasure = EraseInput.of(input_)
         effects = MutateEffects(new_document=dict(before))
+    elif action.name in HOLD_ACTIONS:
+        effects = MutateEffects(new_document=dict(before))  # a hold changes no data
     else:
         effects = apply_action(workflow, action, before, scope)
     document = dict(effects.new_document)
@@ -256,6 +263,22 @@ def _scope(
         },
         unknowns=unknowns,
     )
+
+
+HOLD_SENSITIVE = frozenset({*HOLD_ACTIONS, ERASE_ACTION})
+"""The actions whose decision depends on whether the process is under legal hold."""
+
+
+def _check_hold(action: Action, held: bool) -> None:
+    name = action.name
+    if name == ERASE_ACTION and held:
+        raise ConditionFailed(
+            "the process is under legal hold: nothing is erased until charter:release"
+        )
+    if name == HOLD_ACTION and held:
+        raise ConditionFailed("the process is under legal hold already")
+    if name == RELEASE_ACTION and not held:
+        raise ConditionFailed("the process is not under legal hold")
 
 
 def _check_replayed_input(action: Action, input_: JsonObject, unknowns: list[str]) -> None:

@@ -369,6 +369,11 @@ class Store:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def held(self, process_id: str) -> bool:
+        """Whether the process is under legal hold: its later hold or release is a hold."""
+        row = self._read("legal_hold", {"process_id": process_id}).fetchone()
+        return bool(row and row[0])
+
     def disclosures(self, process_id: str) -> list[DisclosureRow]:
         """Every disclosure row of a process's events, kept or erased, in event order."""
         return [

@@ -266,3 +266,11 @@ ORDER BY e.seq, d.pointer
 -- erase_disclosures --
 -- A charter:erase event's values, changed from text to erased (migration 0022): the count.
 SELECT charter.erase_disclosures(%(event_hash)s, %(targets)s::jsonb)
+
+-- legal_hold --
+-- Whether a process is under legal hold: the later of its charter:hold and charter:release.
+SELECT action = 'charter:hold'
+FROM charter.events
+WHERE process_id = %(process_id)s AND action IN ('charter:hold', 'charter:release')
+ORDER BY seq DESC
+LIMIT 1
