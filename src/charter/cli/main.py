@@ -12,6 +12,7 @@ import typer
 
 from charter.cli import (
     actors,
+    archive,
     automations,
     db,
     erasing,
@@ -85,6 +86,7 @@ app.add_typer(machine.app, name="machine")
 app.add_typer(machines.app, name="machines")
 app.add_typer(processes.app, name="processes")
 app.add_typer(witness.app, name="witness")
+app.add_typer(archive.app, name="archive")
 app.command("up")(up.up)
 app.command("serve")(serve.serve)
 app.command("verify")(verify.verify)

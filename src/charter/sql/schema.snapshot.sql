@@ -60,6 +60,29 @@ GRANT INSERT ON charter.api_tokens TO charter_engine;
 GRANT SELECT ON charter.api_tokens TO charter_engine;
 GRANT UPDATE (revoked_at) ON charter.api_tokens TO charter_engine;
 
+CREATE TABLE charter.archived_processes (
+    process_id text NOT NULL,
+    workflow_path text NOT NULL,
+    state text NOT NULL,
+    seq integer NOT NULL,
+    head_hash text NOT NULL,
+    bundle_sha256 text NOT NULL,
+    bundle_path text NOT NULL,
+    archived_at timestamp with time zone DEFAULT now() NOT NULL,
+    archived_by text NOT NULL
+);
+ALTER TABLE charter.archived_processes ADD CONSTRAINT archived_processes_bundle_sha256_check CHECK ((bundle_sha256 ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.archived_processes ADD CONSTRAINT archived_processes_head_hash_check CHECK ((head_hash ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE charter.archived_processes ADD CONSTRAINT archived_processes_pkey PRIMARY KEY (process_id);
+ALTER TABLE charter.archived_processes ADD CONSTRAINT archived_processes_seq_check CHECK ((seq >= 1));
+CREATE INDEX archived_processes_workflow ON charter.archived_processes USING btree (workflow_path, process_id);
+CREATE TRIGGER archived_processes_guard BEFORE DELETE OR UPDATE ON charter.archived_processes FOR EACH ROW EXECUTE FUNCTION guard_tombstone();
+CREATE TRIGGER archived_processes_no_truncate BEFORE TRUNCATE ON charter.archived_processes FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+GRANT SELECT ON charter.archived_processes TO charter_engine;
+GRANT SELECT ON charter.archived_processes TO charter_reader;
+GRANT SELECT ON charter.archived_processes TO charter_sequencer;
+GRANT SELECT ON charter.archived_processes TO charter_worker;
+
 CREATE TABLE charter.automation_firings (
     work_id uuid NOT NULL,
     kind text NOT NULL,
@@ -73,8 +96,9 @@ ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_event_h
 ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_kind_check CHECK ((kind = ANY (ARRAY['scheduled_action'::text, 'auto_action'::text])));
 ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_pkey PRIMARY KEY (work_id, occurrence);
 ALTER TABLE charter.automation_firings ADD CONSTRAINT automation_firings_process_id_fkey FOREIGN KEY (process_id) REFERENCES processes(id);
-CREATE TRIGGER automation_firings_append_only BEFORE DELETE OR UPDATE ON charter.automation_firings FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER automation_firings_no_delete BEFORE DELETE ON charter.automation_firings FOR EACH ROW EXECUTE FUNCTION delete_only_archiving('process_id');
 CREATE TRIGGER automation_firings_no_truncate BEFORE TRUNCATE ON charter.automation_firings FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER automation_firings_no_update BEFORE UPDATE ON charter.automation_firings FOR EACH ROW EXECUTE FUNCTION forbid_change();
 GRANT INSERT ON charter.automation_firings TO charter_engine;
 GRANT SELECT ON charter.automation_firings TO charter_engine;
 GRANT SELECT ON charter.automation_firings TO charter_reader;
@@ -128,7 +152,7 @@ CREATE INDEX automation_queue_by_time ON charter.automation_queue USING btree (q
 CREATE INDEX automation_queue_claimable ON charter.automation_queue USING btree (COALESCE(not_before, queued_at)) WHERE (status = 'pending'::text);
 CREATE INDEX automation_queue_leases ON charter.automation_queue USING btree (lease_expires_at) WHERE (status = 'claimed'::text);
 CREATE TRIGGER automation_queue_failed AFTER UPDATE ON charter.automation_queue FOR EACH ROW WHEN (((new.last_attempt_result = ANY (ARRAY['failed'::text, 'transient_error'::text])) AND (new.last_attempt_at IS DISTINCT FROM old.last_attempt_at))) EXECUTE FUNCTION notify_work_failed_v1();
-CREATE TRIGGER automation_queue_no_delete BEFORE DELETE ON charter.automation_queue FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER automation_queue_no_delete BEFORE DELETE ON charter.automation_queue FOR EACH ROW EXECUTE FUNCTION delete_only_archiving('process_id');
 CREATE TRIGGER automation_queue_no_truncate BEFORE TRUNCATE ON charter.automation_queue FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
 GRANT INSERT ON charter.automation_queue TO charter_engine;
 GRANT SELECT ON charter.automation_queue TO charter_engine;
@@ -228,9 +252,10 @@ ALTER TABLE charter.events ADD CONSTRAINT events_signature_check CHECK ((signatu
 ALTER TABLE charter.events ADD CONSTRAINT events_workflow_revision_check CHECK ((workflow_revision >= 1));
 ALTER TABLE charter.events ADD CONSTRAINT events_workflow_version_fkey FOREIGN KEY (workflow_version) REFERENCES workflow_definitions(version);
 ALTER TABLE charter.events ADD CONSTRAINT hash_is_envelope_hash CHECK ((hash = encode(sha256(convert_to((envelope)::text, 'UTF8'::name)), 'hex'::text)));
-CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON charter.events FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER events_extend_head BEFORE INSERT ON charter.events FOR EACH ROW EXECUTE FUNCTION event_extends_head();
+CREATE TRIGGER events_no_delete BEFORE DELETE ON charter.events FOR EACH ROW EXECUTE FUNCTION delete_only_archiving('process_id');
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON charter.events FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER events_no_update BEFORE UPDATE ON charter.events FOR EACH ROW EXECUTE FUNCTION forbid_change();
 CREATE TRIGGER events_queue_for_log AFTER INSERT ON charter.events REFERENCING NEW TABLE AS accepted FOR EACH STATEMENT EXECUTE FUNCTION queue_logged_events_v1();
 CREATE TRIGGER events_revision BEFORE INSERT ON charter.events FOR EACH ROW EXECUTE FUNCTION event_revision();
 GRANT INSERT ON charter.events TO charter_engine;
@@ -534,7 +559,7 @@ CREATE INDEX scheduled_actions_leases ON charter.scheduled_actions USING btree (
 CREATE UNIQUE INDEX scheduled_actions_one_live ON charter.scheduled_actions USING btree (process_id, schedule_id) WHERE (status = ANY (ARRAY['active'::text, 'claimed'::text]));
 CREATE INDEX scheduled_actions_process ON charter.scheduled_actions USING btree (process_id);
 CREATE TRIGGER scheduled_actions_failed AFTER UPDATE ON charter.scheduled_actions FOR EACH ROW WHEN (((new.last_attempt_result = ANY (ARRAY['failed'::text, 'transient_error'::text])) AND (new.last_attempt_at IS DISTINCT FROM old.last_attempt_at))) EXECUTE FUNCTION notify_work_failed_v1();
-CREATE TRIGGER scheduled_actions_no_delete BEFORE DELETE ON charter.scheduled_actions FOR EACH ROW EXECUTE FUNCTION forbid_change();
+CREATE TRIGGER scheduled_actions_no_delete BEFORE DELETE ON charter.scheduled_actions FOR EACH ROW EXECUTE FUNCTION delete_only_archiving('process_id');
 CREATE TRIGGER scheduled_actions_no_truncate BEFORE TRUNCATE ON charter.scheduled_actions FOR EACH STATEMENT EXECUTE FUNCTION forbid_change();
 GRANT INSERT ON charter.scheduled_actions TO charter_engine;
 GRANT SELECT ON charter.scheduled_actions TO charter_engine;
@@ -737,6 +762,90 @@ END
 $function$;
 GRANT EXECUTE ON FUNCTION apply_writes_v1(jsonb) TO charter_engine;
 
+CREATE OR REPLACE FUNCTION charter.archive_blocker(p_process text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT CASE
+        WHEN EXISTS (SELECT 1 FROM charter.processes c WHERE c.parent_id = p_process)
+            THEN 'it has a child process'
+        WHEN EXISTS (SELECT 1 FROM charter.scheduled_actions s
+                     WHERE s.process_id = p_process AND s.status IN ('active', 'claimed'))
+            THEN 'it has a live scheduled action'
+        WHEN EXISTS (SELECT 1 FROM charter.automation_queue q
+                     WHERE q.process_id = p_process AND q.status IN ('pending', 'claimed'))
+            THEN 'it has a pending automatic action'
+        WHEN charter.held(p_process) THEN 'it is under legal hold'
+        WHEN EXISTS (SELECT 1 FROM charter.log_pending l WHERE l.process_id = p_process)
+            THEN 'an event of it is not in the transparency log yet'
+    END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.archive_candidates(p_path text, p_states text[], p_rested_before timestamp with time zone, p_limit integer)
+ RETURNS TABLE(process_id text, seq integer, head_hash text)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+    SELECT p.id, p.seq, p.head_hash
+    FROM charter.processes p
+    WHERE p.workflow_path = p_path AND p.state = ANY (p_states) AND p.seq >= 1
+      AND p.updated_at <= p_rested_before
+      AND charter.archive_blocker(p.id) IS NULL
+    ORDER BY p.updated_at, p.id
+    LIMIT p_limit
+$function$;
+GRANT EXECUTE ON FUNCTION archive_candidates(text,text[],timestamp with time zone,integer) TO charter_engine;
+GRANT EXECUTE ON FUNCTION archive_candidates(text,text[],timestamp with time zone,integer) TO charter_reader;
+
+CREATE OR REPLACE FUNCTION charter.archive_process(p_process text, p_head text, p_seq integer, p_bundle_sha256 text, p_bundle_path text, p_by text)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'charter', 'pg_temp'
+AS $function$
+DECLARE
+    row charter.processes;
+    blocker text;
+BEGIN
+    SELECT * INTO row FROM charter.processes WHERE id = p_process FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 'there is no such process';
+    END IF;
+    IF row.head_hash IS DISTINCT FROM p_head OR row.seq <> p_seq THEN
+        RETURN format('it moved on to seq %s since the bundle was written', row.seq);
+    END IF;
+    blocker := charter.archive_blocker(p_process);
+    IF blocker IS NOT NULL THEN
+        RETURN blocker;
+    END IF;
+    PERFORM set_config('charter.archiving', p_process, true);
+    DELETE FROM charter.event_disclosures d USING charter.events e
+        WHERE e.hash = d.event_hash AND e.process_id = p_process;
+    DELETE FROM charter.automation_firings WHERE process_id = p_process;
+    DELETE FROM charter.automation_queue WHERE process_id = p_process;
+    DELETE FROM charter.scheduled_actions WHERE process_id = p_process;
+    DELETE FROM charter.events WHERE process_id = p_process;
+    DELETE FROM charter.processes WHERE id = p_process;
+    INSERT INTO charter.archived_processes
+        (process_id, workflow_path, state, seq, head_hash, bundle_sha256, bundle_path, archived_by)
+    VALUES (p_process, row.workflow_path, row.state, row.seq, row.head_hash,
+            p_bundle_sha256, p_bundle_path, p_by);
+    PERFORM set_config('charter.archiving', '', true);
+    RETURN NULL;
+END
+$function$;
+GRANT EXECUTE ON FUNCTION archive_process(text,text,integer,text,text,text) TO charter_engine;
+
+CREATE OR REPLACE FUNCTION charter.archiving(p_process text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT coalesce(current_setting('charter.archiving', true), '') = p_process
+$function$;
+
 CREATE OR REPLACE FUNCTION charter.check_disclosure_eraser()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -896,6 +1005,20 @@ BEGIN
 END
 $function$;
 GRANT EXECUTE ON FUNCTION complete_scheduled_action(uuid,uuid,text,timestamp with time zone,timestamp with time zone) TO charter_worker;
+
+CREATE OR REPLACE FUNCTION charter.delete_only_archiving()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF charter.archiving(to_jsonb(OLD) ->> TG_ARGV[0]) THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'CHA01',
+        MESSAGE = format('%s rows are never deleted: a finished process leaves through '
+                         'charter archive run', TG_TABLE_NAME);
+END
+$function$;
 
 CREATE OR REPLACE FUNCTION charter.enable_log_queue_v1()
  RETURNS bigint
@@ -1077,6 +1200,10 @@ CREATE OR REPLACE FUNCTION charter.guard_disclosure()
 AS $function$
 BEGIN
     IF TG_OP = 'DELETE' THEN
+        IF EXISTS (SELECT 1 FROM charter.events e
+                   WHERE e.hash = OLD.event_hash AND charter.archiving(e.process_id)) THEN
+            RETURN OLD;
+        END IF;
         RAISE EXCEPTION USING ERRCODE = 'CHA01',
             MESSAGE = 'event_disclosures rows are never deleted: erase them with charter:erase';
     END IF;
@@ -1100,6 +1227,9 @@ CREATE OR REPLACE FUNCTION charter.guard_process_head()
 AS $function$
 BEGIN
     IF TG_OP = 'DELETE' THEN
+        IF charter.archiving(OLD.id) THEN
+            RETURN OLD;
+        END IF;
         RAISE EXCEPTION USING ERRCODE = 'CHA01', MESSAGE = 'processes are never deleted';
     END IF;
     IF NEW.id <> OLD.id OR NEW.workflow_path <> OLD.workflow_path
@@ -1171,6 +1301,31 @@ BEGIN
     END IF;
     RETURN NEW;
 END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.guard_tombstone()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'DELETE' AND coalesce(current_setting('charter.restoring', true), '') = OLD.process_id THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'CHA01',
+        MESSAGE = 'an archived process''s tombstone never changes: restore the process instead';
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION charter.held(p_process text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT coalesce((
+        SELECT e.action = 'charter:hold' FROM charter.events e
+        WHERE e.process_id = p_process AND e.action IN ('charter:hold', 'charter:release')
+        ORDER BY e.seq DESC LIMIT 1
+    ), false)
 $function$;
 
 CREATE OR REPLACE FUNCTION charter.hold_queue_v1(p_ids uuid[])
