@@ -2,11 +2,12 @@
 process stays in the hot tables, and who may hold it there.
 
 `{"after": "7y", "states": ["offboarded", "rejected"], "hold_role": ["legal"]}`: a
-process that has rested in one of `states` for `after` since its last event is due to
-leave the hot tables (checked at deploy; archival itself is not built yet). The block
+process that has rested in one of `states` for `after` since its last event leaves the
+hot tables for a bundle file (charter.archive). The block
 grants two built-in `update` actions to the `hold_role`s: `charter:hold` puts the
 process under legal hold, and `charter:release` lifts it; both take a ticket reference
-as `reason`. `charter:erase` on a held process is refused (`condition_failed`). Whether
+as `reason`. A held process is never archived, and `charter:erase` on it is refused
+(`condition_failed`). Whether
 a process is held is read from its chain: the later of its hold and release events says.
 """
 
