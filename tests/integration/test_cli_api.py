@@ -438,6 +438,9 @@ def test_erase_signs_a_charter_erase_and_the_values_are_gone(
     assert rest.out.startswith("erased: cli-erase seq 3 hash ")
     again = cli(*base, "--request", "DSR-2026-0042")
     assert "nothing to erase" in _one_error_line(again)
+    verified = cli("verify", "cli-erase", "--replay")
+    assert verified.code == 0, verified.out
+    assert "personal values: 2 erased, 0 withheld" in verified.out
     withheld = cli("export", "cli-erase", "--withhold-personal")
     assert withheld.code == 0, withheld.err
     assert json.loads(withheld.out)["disclosures_withheld"] is True

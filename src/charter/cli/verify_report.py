@@ -33,6 +33,20 @@ def log_notes(summary: dict[str, object], check: LogCheck) -> list[str]:
     ]
 
 
+def erasure_notes(report: VerificationReport) -> list[str]:
+    """What became of the personal values, in a line, for a process that has any."""
+    erasure = report.erasure
+    if erasure is None:
+        return []
+    counts = {key: len(value) for key, value in erasure.items() if isinstance(value, list)}
+    if not any(counts.values()):
+        return []
+    return [
+        f"personal values: {counts.get('erased', 0)} erased, {counts.get('withheld', 0)} "
+        f"withheld; {counts.get('unverifiable', 0)} check(s) replay could not make without them"
+    ]
+
+
 def show(
     subject: str,
     report: VerificationReport,
@@ -46,7 +60,7 @@ def show(
         write_json(report.to_json() | (extra or {}))
         return status
     console = Console()
-    for note in notes or []:
+    for note in [*(notes or []), *erasure_notes(report)]:
         console.print(f"{subject}: {note}", markup=False, soft_wrap=True)
     if report.ok:
         console.print(
