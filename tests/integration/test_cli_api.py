@@ -1,17 +1,20 @@
 """The API commands of the CLI, in-process against the app on this module's database:
-tokens, actors, workflows, submit (with stale-head retries), show, history."""
+tokens, actors, workflows (and lint-history), submit (with stale-head retries), show, history."""
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from charter.audit.personal_lint import current_revision, personal_in_clear
 from charter.cli import main as cli_main
 from charter.cli import remote
 from charter.core.clock import SystemClock
@@ -21,7 +24,14 @@ from charter.core.jsontypes import JsonObject
 from charter.db.database import Database
 from charter.engine.reads import Reads
 from charter.sdk import Client
-from tests.integration.apikit import ERRANDS, ERRANDS_DEFINITION, Harness, bearer, make_harness
+from tests.integration.apikit import (
+    ERRANDS,
+    ERRANDS_DEFINITION,
+    Harness,
+    bearer,
+    make_harness,
+    new_id,
+)
 
 A_KEY = SecretKey.generate().public_key_hex
 
@@ -450,7 +460,7 @@ def test_erase_signs_a_charter_erase_and_the_values_are_gone(
 def test_hold_and_release_sign_their_events_and_a_hold_stops_an_erasure(
     h: Harness, cli: CliRunner, clerk_key: Path
 ) -> None:
-    held = {**PEOPLE_DEFINITION, "roles": ["clerk", "dpo", "legal"],
+    held: JsonObject = {**PEOPLE_DEFINITION, "roles": ["clerk", "dpo", "legal"],
             "retention": {"after": "1y", "states": ["open"], "hold_role": "legal"}}  # fmt: skip
     h.deploy(f"{PEOPLE}-held", held)
     ada = '{"name": "Ada Lovelace", "country": "GB"}'
@@ -486,3 +496,58 @@ def test_submit_on_an_existing_process_needs_no_workflow(
     fresh = cli("submit", "--key-file", str(clerk_key), "--process", "cli-new",
                 "--action", "create")  # fmt: skip
     assert "process 'cli-new' does not exist yet: name the workflow" in _one_error_line(fresh)
+
+
+def _unmarked(definition: JsonObject) -> JsonObject:
+    """`definition` before its fields were marked personal (and so without `erasure`)."""
+    plain: dict[str, Any] = copy.deepcopy(definition)
+    plain.pop("erasure")
+    for action in plain["actions"].values():
+        for schema in action.get("input", {}).get("properties", {}).values():
+            schema.pop("x-personal", None)
+    return plain
+
+
+def test_lint_history_lists_the_events_that_hold_a_personal_value_in_clear(
+    h: Harness, cli: CliRunner, clerk_key: Path
+) -> None:
+    path, clerk = f"{PEOPLE}-{new_id('lint')}", h.keys["clerk"]
+    h.deploy(path, _unmarked(PEOPLE_DEFINITION))
+    early = new_id("early")
+    ada: JsonObject = {"name": "Ada Lovelace", "country": "GB"}
+    opened = h.accept(sign(h.envelope(clerk, early, "open", ada, workflow=path), clerk))
+    noted = h.accept(sign(h.envelope(clerk, early, "note", {}, prev=str(opened["hash"]),
+                                     workflow=path), clerk))  # fmt: skip
+    # Nothing is marked yet: nothing to report.
+    clean = cli("workflows", "lint-history", path)
+    assert clean.code == 0, clean.err
+    assert clean.out.strip() == f"no personal value in clear at {path} (revision 1)"
+    h.deploy(path, PEOPLE_DEFINITION)
+    # Signed as v2 now (the SDK learns the marks): nothing of it is in clear.
+    late = cli("submit", "--key-file", str(clerk_key), "--process", new_id("late"),
+               "--workflow", path, "--action", "open", "--input", json.dumps(ada))  # fmt: skip
+    assert late.code == 0, late.err
+    assert "--json" in cli("workflows", "lint-history", "--help").out
+    listed = cli("workflows", "lint-history", path, "--json")
+    assert listed.code == 1, listed.err
+    report = json.loads(listed.out)
+    assert (report["path"], report["revision"]) == (path, 2)
+    assert report["in_clear"] == [
+        {"process": early, "seq": 1, "action": "open", "pointer": "/name",
+         "hash": opened["hash"]},
+    ]  # fmt: skip
+    table = cli("workflows", "lint-history", path)
+    assert table.code == 1
+    assert early in table.out
+    assert str(opened["hash"]) in table.out
+    assert "/name" in table.out
+    assert "cannot be erased" in table.out
+    assert str(noted["hash"]) not in table.out
+    for value in ("Ada", "Lovelace"):
+        assert value not in table.out + listed.out, value
+    # Read a page of one event at a time, the history gives the same answer.
+    revision = current_revision(h.database, path)
+    paged = [item.to_json() for item in personal_in_clear(h.database, revision, batch=1)]
+    assert paged == report["in_clear"]
+    line = _one_error_line(cli("workflows", "lint-history", "tests/none"))
+    assert line == "error: no workflow is deployed at 'tests/none'"

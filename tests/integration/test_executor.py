@@ -18,7 +18,9 @@ import pytest
 from charter import deadline
 from charter.automations.journal import idempotency_key
 from charter.core.config import Settings
+from charter.core.disclosures import parse_disclosure
 from charter.core.ed25519 import write_secret_key_file
+from charter.core.envelope import Envelope
 from charter.core.errors import (
     CharterError,
     DatabaseUnavailable,
@@ -27,8 +29,9 @@ from charter.core.errors import (
     Malformed,
 )
 from charter.core.errors.automations import InvalidPlan
-from charter.core.jsontypes import JsonValue
+from charter.core.jsontypes import JsonObject, JsonValue
 from charter.db.database import Database
+from charter.db.database import connect as db_connect
 from charter.machine.actions import (
     ActionCall,
     ActionCancelled,
@@ -1028,6 +1031,81 @@ async def test_charter_submit_signs_submits_and_repeats_idempotently(
             )
         )
     assert not transient_failure(refused.value)
+
+
+# A create whose `name` is personal: a v2 envelope and a disclosure, never in clear.
+PEOPLE_DEFINITION: JsonObject = {
+    "dsl": 2,
+    "states": ["open"],
+    "roles": ["clerk", "dpo"],
+    "erasure": {"role": "dpo", "from": "*", "bases": ["art17-1a"]},
+    "actions": {
+        "open": {
+            "type": "create",
+            "role": "clerk",
+            "to": "open",
+            "input": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "x-personal": True},
+                    "country": {"type": "string"},
+                },
+            },
+            "mutate": {"$set": {"name": "{{ input.name }}", "country": "{{ input.country }}"}},
+        },
+    },
+}
+
+
+async def test_charter_submit_sends_personal_fields_as_disclosures_of_a_v2_envelope(
+    harness: Harness, tmp_path: Path
+) -> None:
+    path = f"tests/submit-people-{os.urandom(4).hex()}"
+    harness.deploy(path, PEOPLE_DEFINITION)
+    key_file = tmp_path / "clerk.key"
+    write_secret_key_file(key_file, harness.keys["clerk"])
+    token = harness.token("processes:read")
+    host = CharterSubmitAction(
+        ORIGIN,
+        token,
+        now=harness.clock.now,
+        client=lambda: AsyncClient(ORIGIN, token, http=_asgi(harness), retry=NO_RETRY),
+    )
+    process = f"p-{os.urandom(4).hex()}"
+    payload: dict[str, JsonValue] = {
+        "process": process,
+        "workflow": path,
+        "action": "open",
+        "input": {"name": "Ada Lovelace", "country": "GB"},
+        "key_file": str(key_file),
+    }
+    invocation = ActionCall("charter.submit", payload, "e" * 64, asyncio.Event())
+    created = await host(invocation)
+    assert isinstance(created, dict)
+    assert (created["seq"], created["state"]) == (1, "open")
+    # Idempotent as before: the step again answers the same event.
+    assert await host(invocation) == created
+    with db_connect(harness.database.url) as conn:
+        [(text,)] = conn.execute(
+            "SELECT envelope::text FROM charter.events WHERE process_id = %s", (process,)
+        ).fetchall()
+        kept = conn.execute(
+            "SELECT pointer, disclosure FROM charter.event_disclosures WHERE event_hash = %s",
+            (created["hash"],),
+        ).fetchall()
+    envelope = Envelope.from_text(str(text))
+    assert envelope.v == 2
+    assert envelope.input == {"country": "GB", "meta": {"idempotency_key": "e" * 64}}
+    for personal in ('"name":', "Ada", "Lovelace"):
+        assert personal not in str(text), personal
+    [(pointer, disclosure)] = kept
+    assert pointer == "/name"
+    disclosed = parse_disclosure(str(disclosure))
+    assert disclosed.value == "Ada Lovelace"
+    assert envelope.sd == {"/name": disclosed.digest}
+    # The engine joined the disclosure: the process document holds the value.
+    found = Client(ORIGIN, token, http=harness.http).process(process)
+    assert found.data == {"name": "Ada Lovelace", "country": "GB"}
 
 
 @pytest.mark.parametrize(

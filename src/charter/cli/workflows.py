@@ -1,4 +1,5 @@
-"""`charter workflows`: validate definitions locally; deploy, list and show them via the API."""
+"""`charter workflows`: validate definitions locally; deploy, list and show them via the API;
+find personal values the stored history holds in clear (`lint-history`, in the database)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from charter.cli import deploying, migrate, remote
+from charter.cli import deploying, migrate, remote, tables
 from charter.core import ijson
 from charter.core.errors import Malformed
 from charter.dsl.canonical import version_hash
@@ -201,3 +202,60 @@ def show(
             Text(str(item.get("deployed_by") or "")),
         )
     console.print(table)
+
+
+@app.command("lint-history")
+def lint_history(
+    path: Annotated[str, typer.Argument(help="A deployed workflow path.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """List stored events that hold a personal value in clear; exit 1 if there are any.
+
+    PATH's current revision decides what is personal. An event of a process at PATH is
+    listed, once per field, when the input its envelope signs (all of a v1 envelope's,
+    the part in clear of a v2 one) holds a field that revision marks "x-personal" for
+    the event's action: process, seq, action, pointer and event hash, never the value.
+    Such an event was signed before the field was marked; its hash covers the value, so
+    charter:erase cannot remove it.
+
+    Reads the database (CHARTER_DATABASE_URL, else the embedded one) as the reader role,
+    a page of events at a time. Exit 0 when nothing is found, 1 when something is; an
+    error (nothing deployed at PATH, no database) is one error line, and exit 1 too.
+    """
+    # The database and the engine's registry only for this command.
+    from charter.audit.personal_lint import current_revision, personal_in_clear
+    from charter.core.config import Settings
+    from charter.db.database import Database
+    from charter.db.embedded import database_url
+
+    with database_url(Settings.from_env()) as url, Database(url, max_size=1) as database:
+        revision = current_revision(database, path)
+        found = list(personal_in_clear(database, revision))
+    where = f"{revision.path} (revision {revision.revision})"
+    if as_json:
+        remote.print_json(
+            {
+                "path": revision.path,
+                "revision": revision.revision,
+                "version": revision.version,
+                "in_clear": [item.to_json() for item in found],
+            }
+        )
+        raise typer.Exit(EXIT_PROBLEMS if found else 0)
+    if not found:
+        Console().print(f"no personal value in clear at {where}", markup=False)
+        return
+    table = Table("process", "seq", "action", "pointer", "event hash",
+                  title="personal values in clear", title_justify="left")  # fmt: skip
+    for item in found:
+        table.add_row(
+            Text(item.process), str(item.seq), Text(item.action), Text(item.pointer), item.hash
+        )
+    tables.show(tables.whole(table, "process", "event hash"))
+    events = len({item.hash for item in found})
+    Console().print(
+        f"{len(found)} value(s) in clear in {events} event(s) at {where}: signed before "
+        "they were marked personal, they cannot be erased",
+        markup=False,
+    )
+    raise typer.Exit(EXIT_PROBLEMS)

@@ -43,3 +43,11 @@ def parent_object(document: JsonObject, path: list[str]) -> JsonObject | None:
             return None
         node = child
     return node
+
+
+def holds(document: JsonObject, pointer: str) -> bool:
+    """Whether `document` has a member at `pointer` (one `is_pointer` accepts), whatever
+    its value, null included."""
+    path = tokens(pointer)
+    parent = parent_object(document, path)
+    return parent is not None and path[-1] in parent

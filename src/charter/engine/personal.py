@@ -11,7 +11,6 @@ from __future__ import annotations
 from charter.core import pointers
 from charter.core.envelope import Envelope
 from charter.core.errors import BadDisclosure, PersonalInClear
-from charter.core.jsontypes import JsonObject
 from charter.dsl.model import Action
 
 
@@ -29,14 +28,8 @@ def check_personal(action: Action, envelope: Envelope) -> None:
                 f"{action.name!r}: send it in input"
             )
     for pointer in action.personal:
-        if pointer not in committed and _present(envelope.input, pointer):
+        if pointer not in committed and pointers.holds(envelope.input, pointer):
             raise PersonalInClear(
                 f"input {pointer} is a personal field of action {action.name!r}: commit to it "
                 "in sd and send its disclosure beside the signature (envelope v2)"
             )
-
-
-def _present(document: JsonObject, pointer: str) -> bool:
-    path = pointers.tokens(pointer)
-    parent = pointers.parent_object(document, path)
-    return parent is not None and path[-1] in parent

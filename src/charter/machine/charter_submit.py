@@ -2,12 +2,14 @@
 
 It signs an event as an integration actor and submits it to the Charter API with the
 one sign-on-head loop (`charter.core.resign`, re-reading the head on `stale_prev`) over
-`charter.AsyncClient`, with no retries of its own. Input `{"process", "workflow",
-"action", "input"?, "key_file" | "key_env", "idempotent"?}`; output `{"hash", "seq",
-"state"}`. The Charter API is its target like any other: a 5xx or 429 answer
-(`database_unavailable` is a 503) is `TargetAnswered`, the governed engine's refusals
-(4xx) keep their own error class, and an API it cannot reach or that does not answer
-in time is a transport failure (`ApiUnavailable`).
+`charter.AsyncClient`, with no retries of its own; the input fields the workflow marks
+personal travel as disclosures beside a v2 envelope, through the `PersonalMarks` that
+`AsyncClient.submit` uses too. Input `{"process", "workflow", "action", "input"?,
+"key_file" | "key_env", "idempotent"?}`; output `{"hash", "seq", "state"}`. The
+Charter API is its target like any other: a 5xx or 429 answer (`database_unavailable`
+is a 503) is `TargetAnswered`, the governed engine's refusals (4xx) keep their own
+error class, and an API it cannot reach or that does not answer in time is a transport
+failure (`ApiUnavailable`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ import httpx
 
 from charter.automations.plan import answer_condition
 from charter.core.ed25519 import SecretKey, read_secret_key_file
-from charter.core.errors import CharterError, InvalidSecretKey, UnknownProcess
+from charter.core.envelope import Submission
+from charter.core.errors import (
+    BadDisclosure,
+    CharterError,
+    InvalidSecretKey,
+    PersonalInClear,
+    UnknownProcess,
+)
 from charter.core.jsontypes import JsonObject, JsonValue
 from charter.machine.actions import ActionCall, ActionCancelled, ActionFailed, TargetAnswered
-from charter.sdk.aio import AsyncClient
+from charter.sdk.aio import AsyncClient, PersonalMarks
 from charter.sdk.protocol import NO_RETRY
 from charter.sdk.results import Accepted, Process
 from charter.sdk.signing import EventSigner, ReadHead, adrive, sign_on_head
@@ -40,7 +49,8 @@ class CharterSubmitAction:
     With `"idempotent": true` (the default) the event input carries
     `meta.idempotency_key`, and a process that already holds an event with this key
     answers that event instead of a second one: a step repeated after an uncertain
-    acknowledgement submits once. Reading the head needs a token with `processes:read`.
+    acknowledgement submits once. Reading the head and the workflow's personal marks
+    needs a token with `processes:read`.
     """
 
     def __init__(
@@ -117,6 +127,7 @@ class CharterSubmitAction:
         action, workflow = str(request["action"]), str(request["workflow"])
         signer = EventSigner(key, process, action, data, workflow, self._now)
         async with self._client() as api:
+            marks = PersonalMarks(api, signer)
 
             async def read_head(_step: ReadHead) -> str | None:
                 # Read again even when a stale_prev named the head: the event that moved
@@ -128,11 +139,23 @@ class CharterSubmitAction:
                 )
                 if earlier is not None:
                     raise _SubmittedBefore(earlier)
-                return signer.head_of(found)
+                head = signer.head_of(found)
+                await marks.learn()
+                return head
+
+            async def send(submission: Submission) -> Accepted:
+                try:
+                    return await api.submit_signed(submission)
+                except (PersonalInClear, BadDisclosure):
+                    again = await marks.resign(submission)
+                    if again is None:
+                        raise
+                # Outside the handler: a refusal of the new event is not chained to this one.
+                return await send(again)
 
             try:
                 steps = sign_on_head(signer.sign, self.stale_retries)
-                accepted: Accepted = await adrive(steps, read_head, api.submit_signed)
+                accepted: Accepted = await adrive(steps, read_head, send)
             except _SubmittedBefore as before:
                 return before.result
         return _result(accepted)

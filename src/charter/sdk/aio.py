@@ -179,7 +179,7 @@ class AsyncClient:
         workflow once per client, and again once when the server answers that they are
         not the ones it holds (`personal_in_clear`, `bad_disclosure`)."""
         signer = EventSigner(key, process, action, input, workflow, now or utc_now)
-        reread = False
+        marks = PersonalMarks(self, signer, timeout)
 
         async def read_head(step: ReadHead) -> str | None:
             if step.retry and on_stale is not None:
@@ -188,12 +188,10 @@ class AsyncClient:
                 head = step.hint  # the refusal named the head: no need to read it
             else:
                 head = signer.head_of(await self._maybe_process(process, timeout))
-            if signer.personal is None and signer.workflow is not None:
-                signer.use_personal(await self._personal_fields(signer.workflow, action, timeout))
+            await marks.learn()
             return head
 
         async def send(submission: Submission) -> Accepted:
-            nonlocal reread
             try:
                 return await self.submit_signed(submission, timeout=timeout)
             except Duplicate:
@@ -202,16 +200,11 @@ class AsyncClient:
                 found = await self.process(process, timeout=timeout)
                 return recorded(submission, found, await self.events(process, timeout=timeout))
             except (PersonalInClear, BadDisclosure):
-                # A revision deployed since the marks were read may mark other fields:
-                # read them once more, and sign again only if that discloses other ones.
-                if reread or signer.workflow is None:
+                again = await marks.resign(submission)
+                if again is None:
                     raise
-                reread = True
-                fresh = await self._personal_fields(signer.workflow, action, timeout, fresh=True)
-                if not signer.use_personal(fresh):
-                    raise
-            # On the same head: the refused event stored nothing.
-            return await send(signer.sign(submission.envelope.prev))
+            # Outside the handler: a refusal of the new event is not chained to this one.
+            return await send(again)
 
         steps = sign_on_head(signer.sign, stale_retries)
         accepted: Accepted = await adrive(steps, read_head, send)
@@ -817,3 +810,46 @@ class AsyncClient:
                     retry_after=retry_after(response.headers.get("retry-after")),
                 )
             await asyncio.sleep(wait)
+
+
+class PersonalMarks:
+    """The personal-field handling of one submit, apart from `AsyncClient.submit` so that
+    any other sign-on-head loop over a client (the `charter.submit` action host's, for
+    one) handles personal fields the same way.
+
+    `learn` gives the signer its action's personal pointers (read from the workflow
+    once per client) before it first signs; `resign` answers a `personal_in_clear` or
+    `bad_disclosure` refusal by reading them once more, since a revision deployed since
+    they were read may mark other fields."""
+
+    def __init__(
+        self, client: AsyncClient, signer: EventSigner, timeout: float | None = None
+    ) -> None:
+        self.client = client
+        self.signer = signer
+        self.timeout = timeout
+        self._reread = False
+
+    async def learn(self) -> None:
+        """Tell the signer its personal pointers, unless it knows them or does not know
+        its workflow yet (reading the process head tells it that)."""
+        signer = self.signer
+        if signer.personal is None and signer.workflow is not None:
+            found = await self.client._personal_fields(signer.workflow, signer.action, self.timeout)
+            signer.use_personal(found)
+
+    async def resign(self, refused: Submission) -> Submission | None:
+        """After the server refused `refused` for its personal fields: the event signed
+        again on the same head (the refused one stored nothing) when a fresh read of the
+        marks discloses other fields; None, to raise the refusal, when it does not or
+        the one fresh read is spent."""
+        signer = self.signer
+        if self._reread or signer.workflow is None:
+            return None
+        self._reread = True
+        fresh = await self.client._personal_fields(
+            signer.workflow, signer.action, self.timeout, fresh=True
+        )
+        if not signer.use_personal(fresh):
+            return None
+        return signer.sign(refused.envelope.prev)

@@ -174,7 +174,7 @@ class Client:
         workflow once per client, and again once when the server answers that they are
         not the ones it holds (`personal_in_clear`, `bad_disclosure`)."""
         signer = EventSigner(key, process, action, input, workflow, now or utc_now)
-        reread = False
+        marks = PersonalMarks(self, signer, timeout)
 
         def read_head(step: ReadHead) -> str | None:
             if step.retry and on_stale is not None:
@@ -183,12 +183,10 @@ class Client:
                 head = step.hint  # the refusal named the head: no need to read it
             else:
                 head = signer.head_of(self._maybe_process(process, timeout))
-            if signer.personal is None and signer.workflow is not None:
-                signer.use_personal(self._personal_fields(signer.workflow, action, timeout))
+            marks.learn()
             return head
 
         def send(submission: Submission) -> Accepted:
-            nonlocal reread
             try:
                 return self.submit_signed(submission, timeout=timeout)
             except Duplicate:
@@ -197,16 +195,11 @@ class Client:
                 found = self.process(process, timeout=timeout)
                 return recorded(submission, found, self.events(process, timeout=timeout))
             except (PersonalInClear, BadDisclosure):
-                # A revision deployed since the marks were read may mark other fields:
-                # read them once more, and sign again only if that discloses other ones.
-                if reread or signer.workflow is None:
+                again = marks.resign(submission)
+                if again is None:
                     raise
-                reread = True
-                fresh = self._personal_fields(signer.workflow, action, timeout, fresh=True)
-                if not signer.use_personal(fresh):
-                    raise
-            # On the same head: the refused event stored nothing.
-            return send(signer.sign(submission.envelope.prev))
+            # Outside the handler: a refusal of the new event is not chained to this one.
+            return send(again)
 
         steps = sign_on_head(signer.sign, stale_retries)
         accepted: Accepted = drive(steps, read_head, send)
@@ -787,3 +780,44 @@ class Client:
                     retry_after=retry_after(response.headers.get("retry-after")),
                 )
             time.sleep(wait)
+
+
+class PersonalMarks:
+    """The personal-field handling of one submit, apart from `Client.submit` so that
+    any other sign-on-head loop over a client (the `charter.submit` action host's, for
+    one) handles personal fields the same way.
+
+    `learn` gives the signer its action's personal pointers (read from the workflow
+    once per client) before it first signs; `resign` answers a `personal_in_clear` or
+    `bad_disclosure` refusal by reading them once more, since a revision deployed since
+    they were read may mark other fields."""
+
+    def __init__(self, client: Client, signer: EventSigner, timeout: float | None = None) -> None:
+        self.client = client
+        self.signer = signer
+        self.timeout = timeout
+        self._reread = False
+
+    def learn(self) -> None:
+        """Tell the signer its personal pointers, unless it knows them or does not know
+        its workflow yet (reading the process head tells it that)."""
+        signer = self.signer
+        if signer.personal is None and signer.workflow is not None:
+            found = self.client._personal_fields(signer.workflow, signer.action, self.timeout)
+            signer.use_personal(found)
+
+    def resign(self, refused: Submission) -> Submission | None:
+        """After the server refused `refused` for its personal fields: the event signed
+        again on the same head (the refused one stored nothing) when a fresh read of the
+        marks discloses other fields; None, to raise the refusal, when it does not or
+        the one fresh read is spent."""
+        signer = self.signer
+        if self._reread or signer.workflow is None:
+            return None
+        self._reread = True
+        fresh = self.client._personal_fields(
+            signer.workflow, signer.action, self.timeout, fresh=True
+        )
+        if not signer.use_personal(fresh):
+            return None
+        return signer.sign(refused.envelope.prev)

@@ -38,3 +38,16 @@ SELECT public_key, added_at, retired_at
 FROM charter.actor_keys
 WHERE actor_id = %(actor_id)s
 ORDER BY added_at, public_key
+
+-- personal_lint_events --
+-- One page of the events of the processes at a path whose action is one of `actions`,
+-- in (process_id, seq) order after the given pair (the events primary key keeps each
+-- page one index range), with the exact text of each envelope's `input`.
+SELECT e.process_id, e.seq, e.action, e.hash, (e.envelope -> 'input')::text
+FROM charter.events e
+JOIN charter.processes p ON p.id = e.process_id
+WHERE p.workflow_path = %(path)s
+  AND e.action = ANY (%(actions)s)
+  AND (e.process_id, e.seq) > (%(after_process)s, %(after_seq)s)
+ORDER BY e.process_id, e.seq
+LIMIT %(limit)s
