@@ -58,6 +58,32 @@ export function json(value) {
   return h("pre", { class: "json" }, JSON.stringify(value, null, 2));
 }
 
+/** Process data as `json` shows it, with each `{"erased": true}` (the marker
+ * `charter:erase` leaves where a personal value, or what was built from one, was) shown
+ * as an "erased" tag instead: a reader sees a field erased, not an odd object. */
+export function data(value) {
+  return h("pre", { class: "json" }, jsonWithErased(value, ""));
+}
+
+function isErased(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    && Object.keys(value).length === 1 && value.erased === true;
+}
+
+// The text of JSON.stringify(value, null, 2), built piece by piece so a marker can be a node.
+function jsonWithErased(value, indent) {
+  if (isErased(value)) return h("span", { class: "tag erased", title: "erased by a charter:erase event" }, "erased");
+  const inner = indent + "  ";
+  if (Array.isArray(value) && value.length) {
+    return ["[\n", value.map((v, i) => [i ? ",\n" : "", inner, jsonWithErased(v, inner)]), "\n" + indent + "]"];
+  }
+  if (value !== null && typeof value === "object" && Object.keys(value).length) {
+    const members = Object.entries(value).map(([k, v], i) => [i ? ",\n" : "", inner, JSON.stringify(k) + ": ", jsonWithErased(v, inner)]);
+    return ["{\n", members, "\n" + indent + "}"];
+  }
+  return JSON.stringify(value);
+}
+
 /** A table: columns [{title, cell(row) -> node|string}], rows. */
 export function table(columns, rows, { empty = "Nothing to show." } = {}) {
   if (rows.length === 0) return h("p", { class: "muted" }, empty);

@@ -4,10 +4,12 @@
 // transparency log (log-status.js) and the Act section (act.js: a governed action signed
 // in this browser). A v2 event shows its envelope as signed, with the digests of its
 // personal fields: the page never asks for the disclosed values (`?disclosures=true`),
-// whatever the token's scopes, so the chain shows no personal value as sent.
+// whatever the token's scopes, so the chain shows no personal value as sent. After a
+// `charter:erase`, the data's `{"erased": true}` markers show as "erased" tags, the erase
+// event names its basis, request and scope, and Verify says which values it took.
 
 import { get, processPath, request } from "./api.js";
-import { facts, h, json, link, paths, table } from "./dom.js";
+import { data, facts, h, json, link, paths, table } from "./dom.js";
 import { relative, shortHash, time } from "./format.js";
 import * as live from "./live.js";
 import { fill, problem, section } from "./sections.js";
@@ -16,6 +18,7 @@ import { logSection } from "./log-status.js";
 
 const POLL_MS = 5000;
 const MIGRATE = "charter:migrate"; // the built-in action of a workflow with a `migration` block
+const ERASE = "charter:erase"; // and of one with an `erasure` block
 
 export function processPage(id) {
   let shownSeq = null;
@@ -147,7 +150,7 @@ function renderSummary(process) {
       ["Children", children.length ? h("ul", { class: "inline" }, children.map((c) => h("li", {}, link(paths.process(c), c)))) : "—"],
     ]),
     h("h3", {}, "Data"),
-    h("div", { id: "data" }, json(process.data)),
+    h("div", { id: "data" }, data(process.data)),
   ];
 }
 
@@ -170,6 +173,7 @@ function renderEvent(process, event, bySeq) {
       h("strong", { class: "action" }, String(envelope.action ?? "")),
       event.kind === "spawn" ? h("span", { class: "tag" }, "spawned") : null,
       envelope.action === MIGRATE ? h("span", { class: "tag" }, "migration") : null,
+      envelope.action === ERASE ? h("span", { class: "tag" }, "erasure") : null,
       provenance ? h("span", { class: "tag auto" }, provenance.kind === "scheduled_action" ? "scheduled" : "automatic") : null,
       h("span", { class: "verdict-mark" })),
     h("div", { class: "event-meta" },
@@ -183,6 +187,7 @@ function renderEvent(process, event, bySeq) {
       h("code", { class: "hash", title: event.hash }, shortHash(event.hash))),
     cause(process, envelope, provenance, bySeq),
     h("div", { class: "problems" }),
+    h("div", { class: "erasures" }),
     Object.keys(envelope.input ?? {}).length
       ? h("details", {}, h("summary", {}, "input"), json(envelope.input))
       : null,
@@ -211,6 +216,7 @@ function cause(process, envelope, provenance, bySeq) {
     return h("p", { class: "cause" }, "migrated to ", h("code", {}, String(envelope.input?.state ?? "")),
       " under ", h("code", {}, String(envelope.input?.reason ?? "")));
   }
+  if (envelope.action === ERASE) return erasureCause(envelope.input ?? {}, bySeq);
   if (!provenance || typeof provenance !== "object") return null;
   const scheduled = provenance.kind === "scheduled_action";
   const hash = scheduled ? provenance.scheduled_by_event_hash : provenance.queued_by_event_hash;
@@ -222,6 +228,24 @@ function cause(process, envelope, provenance, bySeq) {
     provenance.worker ? ", fired by worker " + provenance.worker : "");
 }
 
+/** A governed erasure: the legal basis and data-subject request it cites, and its scope
+ * when it names one (events as links where they are in this chain). */
+function erasureCause(input, bySeq) {
+  const scope = input.scope && typeof input.scope === "object" ? input.scope : {};
+  const eventRef = (hash) => bySeq.has(hash) ? h("a", { href: "#seq-" + bySeq.get(hash), title: hash }, "#" + bySeq.get(hash)) : h("code", { title: hash }, shortHash(hash));
+  const parts = [];
+  if (scope.events !== undefined) {
+    const events = Array.isArray(scope.events) ? scope.events.flatMap((e, i) => [i ? ", " : "", eventRef(e)]) : String(scope.events);
+    parts.push(["events ", events]);
+  }
+  if (scope.pointers !== undefined) {
+    parts.push("pointers " + (Array.isArray(scope.pointers) ? scope.pointers.join(", ") : String(scope.pointers)));
+  }
+  return h("p", { class: "cause" }, "erased personal values on basis ", h("code", {}, String(input.basis ?? "")),
+    " under request ", h("code", {}, String(input.request ?? "")),
+    parts.length ? [", scope: ", parts.flatMap((p, i) => [i ? "; " : "", p])] : null);
+}
+
 function markVerification(timeline, verdict, report) {
   const problems = Array.isArray(report.problems) ? report.problems : [];
   const bySeq = new Map();
@@ -230,9 +254,11 @@ function markVerification(timeline, verdict, report) {
     if (p.seq === null || p.seq === undefined) general.push(p);
     else bySeq.set(p.seq, [...(bySeq.get(p.seq) ?? []), p]);
   }
+  const erased = Array.isArray(report.erasure?.erased) ? report.erasure.erased : [];
   for (const item of timeline.querySelectorAll("li.event")) {
     const seq = Number(item.dataset.seq);
     const found = bySeq.get(seq) ?? [];
+    item.querySelector(".erasures").replaceChildren(...erasedFrom(seq, erased));
     const mark = item.querySelector(".verdict-mark");
     const box = item.querySelector(".problems");
     item.classList.toggle("verified", found.length === 0);
@@ -245,9 +271,34 @@ function markVerification(timeline, verdict, report) {
       report.ok
         ? "Chain verified: " + report.events + (report.events === 1 ? " event" : " events") + "; every hash, signature and link checked."
         : "Verification found " + problems.length + " problem" + (problems.length === 1 ? "" : "s") + "."),
+    report.ok && erased.length ? erasureNote(erased.length, report.erasure.unverifiable) : null,
     general.length ? h("ul", {}, general.map((p) => h("li", { class: "error" }, p.code + ": " + p.message))) : null,
   ];
   verdict.replaceChildren(...parts.filter(Boolean));
+}
+
+/** Lines saying which of event `seq`'s personal values an erase event took, one per
+ * erase event, in chain order: "erased by event #6 (art17-1a): /dob, /name". */
+function erasedFrom(seq, erased) {
+  const byEraser = new Map();
+  for (const e of erased) {
+    if (e.seq !== seq) continue;
+    const taken = byEraser.get(e.by_seq) ?? { basis: e.basis, pointers: [] };
+    taken.pointers.push(e.pointer);
+    byEraser.set(e.by_seq, taken);
+  }
+  return [...byEraser].sort(([a], [b]) => a - b).map(([by, taken]) =>
+    h("p", {}, "erased by event ", h("a", { href: "#seq-" + by }, "#" + by), " (" + taken.basis + "): " + taken.pointers.join(", ")));
+}
+
+/** What verification says of erased values: each was taken by an erase event of this
+ * chain that covers it (not deleted behind its back), and how many checks over them
+ * could no longer be made. */
+function erasureNote(count, unverifiable) {
+  const skipped = Array.isArray(unverifiable) ? unverifiable.length : 0;
+  return h("p", { class: "muted", id: "verdict-erasure" },
+    count + " personal value" + (count === 1 ? "" : "s") + " erased by charter:erase; an erase event of this chain covers each.",
+    skipped ? " " + skipped + " check" + (skipped === 1 ? "" : "s") + " over erased values could not be repeated." : "");
 }
 
 const OPEN = new Set(["active", "claimed", "pending", "failed"]);
