@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("db", "dsl", "sdk", "apidocs"),
     ("engine", "tlog", "auth", "demo"),
     ("audit", "firing", "automations", "operator", "witness", "lifecycle"),
-    ("api", "machine", "testing"),
+    ("api", "machine", "testing", "archive"),
     ("cli",),
     ("__main__",),
 )
