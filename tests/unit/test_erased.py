@@ -64,8 +64,8 @@ def test_a_definite_answer_over_a_marker_holds_for_every_value_it_may_have_been(
         unknowns=[],
     )
     answer = erased.evaluate(tree, hidden)
-    if type(answer) is Erased:
-        return
+    if type(answer) is Erased or (isinstance(answer, dict | list) and marker_pointers(answer)):
+        return  # unknown, or a container that holds the unknown value as it is
     expression = Expression(tree, "x")
     for value in candidates:
         real = replace(
