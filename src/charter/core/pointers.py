@@ -51,3 +51,8 @@ def holds(document: JsonObject, pointer: str) -> bool:
     path = tokens(pointer)
     parent = parent_object(document, path)
     return parent is not None and path[-1] in parent
+
+
+def overlap(first: str, second: str) -> bool:
+    """Whether the values at two pointers overlap: one is, holds or lies inside the other."""
+    return (first + "/").startswith(second + "/") or (second + "/").startswith(first + "/")

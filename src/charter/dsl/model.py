@@ -14,7 +14,7 @@ from typing import Literal
 
 from jsonschema import Draft202012Validator
 
-from charter.core import identifiers
+from charter.core import identifiers, pointers
 from charter.core.errors import InvalidInput, UnknownAction
 from charter.core.jsontypes import JsonValue
 from charter.dsl.expressions import Expression
@@ -184,7 +184,7 @@ class Action:
         """`message`, unless it may quote a personal value: a refusal is logged, and a
         personal value must reach no log. Messages of these keywords name keys only."""
         if keyword in _KEY_KEYWORDS or not any(
-            _related(pointer, personal) for personal in self.personal
+            pointers.overlap(pointer, personal) for personal in self.personal
         ):
             return message
         return f"does not satisfy the schema's {keyword!r} (a personal value is not quoted)"
@@ -192,11 +192,6 @@ class Action:
 
 # Input schema keywords whose messages name property names, never values.
 _KEY_KEYWORDS = frozenset({"required", "additionalProperties", "dependentRequired"})
-
-
-def _related(pointer: str, personal: str) -> bool:
-    """Whether the value at `pointer` holds, or lies inside, the value at `personal`."""
-    return (personal + "/").startswith(pointer + "/") or pointer.startswith(personal + "/")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from charter.core import pointers
 from charter.core.envelope import Envelope
 from charter.core.errors import (
     CharterError,
@@ -293,13 +294,8 @@ def _check_replayed_input(action: Action, input_: JsonObject, unknowns: list[str
     except InvalidInput as exc:
         problems = exc.context.get("problems") or [{"pointer": ""}]
         if not all(
-            any(_related(str(problem["pointer"]), marker) for marker in markers)
+            any(pointers.overlap(str(problem["pointer"]), marker) for marker in markers)
             for problem in problems
         ):
             raise
         unknowns.extend(f"the input schema at {marker} (erased)" for marker in markers)
-
-
-def _related(pointer: str, other: str) -> bool:
-    """Whether one of the two values holds, or is, the other."""
-    return (pointer + "/").startswith(other + "/") or (other + "/").startswith(pointer + "/")
