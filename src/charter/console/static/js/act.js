@@ -161,6 +161,9 @@ export function actSection(processId, { onAccepted }) {
           h("code", { title: accepted.hash }, shortHash(accepted.hash)),
           accepted.retried ? " (the head moved; signed again on the new head)" : "", "."));
         carried = result.firstChild;
+        // A live update may have rebuilt the form while the answer was on its way: then
+        // this form is gone, and the next build must show the outcome.
+        if (!result.isConnected) shown = null;
         onAccepted();
       } catch (error) {
         result.replaceChildren(h("p", { class: "error", id: "refused" },
