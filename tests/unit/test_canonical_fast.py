@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import rfc8785
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from charter.core import ijson
@@ -203,6 +203,9 @@ def test_parse_canonical_vouches_only_for_canonical_i_json(value: Any) -> None:
 @given(common_values)
 def test_parse_canonical_answers_for_canonical_common_values(value: JsonValue) -> None:
     canonical = rfc8785.dumps(value).decode("utf-8")
+    # The fast path leaves every text holding the six characters \u0000 to the strict
+    # parser, even an escaped backslash followed by "u0000": "not decided here" is allowed.
+    assume("\\u0000" not in canonical)
     answer = parse_canonical(canonical)
     assert answer is not None
     assert repr(answer.value) == repr(ijson.loads(canonical))
